@@ -1,0 +1,192 @@
+"""The public ``gather`` and ``gather_grad``: validation, then the one delegation point."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _numpy_backend
+from ._checks import (
+    check_data_dtype,
+    check_host_bounds,
+    check_index_dtype,
+    check_opset,
+    check_shape,
+    dtype_name,
+    grad_shape_mismatch,
+    normalize_axis,
+    output_shape,
+)
+from ._frameworks import describe, framework_of, host_indices
+
+#: Gradients are sums, so gather_grad takes numeric dtypes only.
+_GRAD_DTYPES = frozenset(
+    {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+     "bfloat16", "float32", "float64", "complex64", "complex128"}
+)  # fmt: skip
+
+
+def _framework(x: object, role: str, function: str) -> str:
+    framework = framework_of(x)
+    if framework is None:
+        msg = (
+            f"{function}: {role} must be an array (NumPy, PyTorch, JAX or another array-API "
+            f"library), got {describe(x)}; wrap it with np.asarray for NumPy"
+        )
+        raise TypeError(msg)
+    return framework
+
+
+def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13) -> Any:
+    """ONNX ``Gather``: take slices of ``data`` along ``axis`` at ``indices``.
+
+    Parameters
+    ----------
+    data : array
+        A NumPy, PyTorch, JAX or other array-API array of rank >= 1 and an ONNX dtype.
+    indices : array, int or nested list of ints
+        int32/int64 indices of any rank, in [-s, s-1] where s = ``data.shape[axis]``
+        ([0, s-1] before opset 11). An array of the data's framework, a NumPy array or Python
+        ints; the latter two are moved to the data's framework and device.
+    axis : int, optional
+        The axis to gather on, in [-r, r-1]. Default 0.
+    opset : int, optional
+        The ONNX opset of the model: 1-10 select Gather-1, 11-12 Gather-11, 13+ Gather-13.
+
+    Returns
+    -------
+    array
+        ``data.shape[:axis] + indices.shape + data.shape[axis+1:]``, with the data's dtype,
+        framework and device. Differentiable in PyTorch and JAX.
+
+    Raises
+    ------
+    IndexError
+        An index is out of range; the message names the value, its position and the range.
+    TypeError
+        Indices are not int32/int64, the data dtype is not an ONNX type (bfloat16 needs
+        opset 13), or data and indices come from different frameworks.
+    ValueError
+        ``axis`` is out of range, ``data`` has rank 0, or ``opset`` < 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gatherx
+    >>> data = np.array([[1.0, 1.2], [2.3, 3.4], [4.5, 5.7]])
+    >>> gatherx.gather(data, [[0, 1], [1, 2]]).shape
+    (2, 2, 2)
+    >>> gatherx.gather(data, [0, -1], axis=1)
+    array([[1. , 1.2],
+           [2.3, 3.4],
+           [4.5, 5.7]])
+    >>> gatherx.gather(data, 2)
+    array([4.5, 5.7])
+    """
+    framework = _framework(data, "data", "gather")
+    opset = check_opset(opset)
+    axis = normalize_axis(axis, data.ndim)
+    check_data_dtype(dtype_name(data.dtype), opset, framework)
+    host = host_indices(indices, framework, data)
+    if host is None:
+        check_index_dtype(dtype_name(indices.dtype), framework)
+    size = data.shape[axis]
+
+    if framework == "numpy":
+        return _numpy_backend.gather(np.asarray(data), host, axis, opset)  # type: ignore[arg-type]
+    if framework == "torch":
+        from . import _torch_backend as tb
+
+        index = tb.checked_index(tb.to_index(indices, host, data), size, axis, opset, host)
+        return tb.gather(data, index, axis)
+    if framework == "jax":
+        from . import _jax_backend as jb
+
+        index = jb.checked_index(jb.to_index(indices, host, data), size, axis, opset, host)
+        return jb.gather(data, index, axis, opset)
+
+    from array_api_compat import array_namespace
+
+    from . import _array_api_backend as ab
+
+    xp = array_namespace(data)
+    index = ab.checked_index(xp, ab.to_index(xp, indices, host, data), size, axis, opset, host)
+    return ab.gather(xp, data, index, axis)
+
+
+def gather_grad(shape: Any, indices: Any, grad: Any, /, *, axis: int = 0) -> Any:
+    """Gradient of :func:`gather` with respect to ``data``: a scatter-add of ``grad``.
+
+    Zeros of ``shape`` with the slices of ``grad`` added at ``indices`` along ``axis``;
+    duplicate indices accumulate, and ``-1`` and ``s-1`` land on the same slice. The
+    argument order is that of onnxruntime's ``GatherGrad``.
+
+    Parameters
+    ----------
+    shape : sequence of int
+        The shape of the data that was gathered from.
+    indices : array, int or nested list of ints
+        The int32/int64 indices of the forward gather, in [-s, s-1].
+    grad : array
+        The output gradient, of shape ``shape[:axis] + indices.shape + shape[axis+1:]`` and a
+        numeric dtype; the result has its dtype, framework and device.
+    axis : int, optional
+        The axis of the forward gather. Default 0.
+
+    Returns
+    -------
+    array
+        The gradient, of ``shape``. Differentiable in PyTorch and JAX.
+
+    Raises
+    ------
+    IndexError, TypeError, ValueError
+        As :func:`gather`; ``ValueError`` also when ``grad`` has the wrong shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gatherx
+    >>> gatherx.gather_grad((3, 2), [0, 2, -1], np.ones((3, 2)))
+    array([[1., 1.],
+           [0., 0.],
+           [2., 2.]])
+    """
+    framework = _framework(grad, "grad", "gather_grad")
+    shape = check_shape(shape)
+    axis = normalize_axis(axis, len(shape))
+    name = dtype_name(grad.dtype)
+    if name not in _GRAD_DTYPES:
+        msg = f"gather_grad: grad must have a numeric dtype, got {name}"
+        raise TypeError(msg)
+    host = host_indices(indices, framework, grad)
+    index_shape = host.shape if host is not None else tuple(indices.shape)
+    if host is None:
+        check_index_dtype(dtype_name(indices.dtype), framework)
+    if tuple(grad.shape) != output_shape(shape, index_shape, axis):
+        raise grad_shape_mismatch(grad.shape, shape, index_shape, axis)
+    size = shape[axis]
+
+    if framework == "numpy":
+        assert host is not None
+        check_host_bounds(host, size, axis, 13)
+        return _numpy_backend.gather_grad(shape, host, np.asarray(grad), axis)
+    if framework == "torch":
+        from . import _torch_backend as tb
+
+        index = tb.checked_index(tb.to_index(indices, host, grad), size, axis, 13, host)
+        return tb.gather_grad(shape, index, grad, axis)
+    if framework == "jax":
+        from . import _jax_backend as jb
+
+        index = jb.checked_index(jb.to_index(indices, host, grad), size, axis, 13, host)
+        return jb.gather_grad(shape, index, grad, axis)
+
+    from array_api_compat import array_namespace
+
+    from . import _array_api_backend as ab
+
+    xp = array_namespace(grad)
+    index = ab.checked_index(xp, ab.to_index(xp, indices, host, grad), size, axis, 13, host)
+    return ab.gather_grad(xp, shape, index, grad, axis)
