@@ -1,0 +1,27 @@
+"""The ``xp`` fixture: one parametrisation over the Backend enum, narrowed by ``--backends``."""
+
+from __future__ import annotations
+
+import pytest
+from support import Backend, namespace
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backends",
+        default=",".join(b.value for b in Backend),
+        help="comma-separated Backend values the xp fixture runs on (default: all)",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames:
+        wanted = metafunc.config.getoption("--backends").split(",")
+        chosen = [b for b in Backend if b.value in wanted]
+        metafunc.parametrize("backend", chosen, ids=[b.label for b in chosen])
+
+
+@pytest.fixture
+def xp(backend: Backend):
+    """The namespace of ``backend``; skipped if not installed (failed if GATHERX_REQUIRE names it)."""
+    return namespace(backend)

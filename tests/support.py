@@ -1,0 +1,94 @@
+"""Shared test helpers: the Backend enum, framework requirements and SciPy-style parity asserts."""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import os
+from typing import Any
+
+import numpy as np
+import pytest
+
+
+class Backend(enum.Enum):
+    """Array libraries the ``xp`` fixture runs on; value = module to import."""
+
+    NUMPY = "numpy"
+    TORCH = "torch"
+    JAX = "jax"
+    ARRAY_API_STRICT = "array_api_strict"
+
+    @property
+    def label(self) -> str:
+        return self.value.replace("_", "-")
+
+
+def required() -> set[str]:
+    """Frameworks this run must have (``GATHERX_REQUIRE=torch,jax``): missing ones fail, not skip."""
+    return {x.strip() for x in os.environ.get("GATHERX_REQUIRE", "").split(",") if x.strip()}
+
+
+def need(module: str) -> Any:
+    """Import ``module``; skip when it is not installed, unless this run requires it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        if module in required() or module.partition(".")[0] in required():
+            pytest.fail(f"{module} is required in this run (GATHERX_REQUIRE) but missing: {exc}")
+        pytest.skip(f"{module} is not installed")
+
+
+def namespace(backend: Backend) -> Any:
+    """The user-facing module for ``backend``: numpy, torch, jax.numpy, array_api_strict."""
+    if backend is Backend.JAX:
+        need("jax")
+        return need("jax.numpy")
+    return need(backend.value)
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    """A host NumPy copy of an array from any backend (bfloat16 kept via ml_dtypes)."""
+    mod = type(x).__module__
+    if mod.startswith("torch"):
+        import torch
+
+        x = x.detach().cpu()
+        if x.dtype == torch.bfloat16:
+            import ml_dtypes
+
+            return x.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+        if x.dtype in (torch.uint16, torch.uint32, torch.uint64):
+            signed = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+            return x.view(signed[x.dtype]).numpy().view(str(x.dtype).replace("torch.", ""))
+        return x.numpy()
+    if mod.startswith("array_api_strict"):
+        return np.asarray(x._array)
+    return np.asarray(x)
+
+
+def framework_name(x: Any) -> str:
+    return type(x).__module__.partition(".")[0].replace("jaxlib", "jax")
+
+
+def assert_same(actual: Any, expected: Any, *, like: Any = None, exact: bool = True,
+                rtol: float = 1e-6, atol: float = 0.0) -> None:
+    """Check framework (namespace), shape, dtype and device of ``actual`` before its values.
+
+    ``expected`` is a NumPy oracle; ``like`` is an array whose framework and device the result
+    must share (default: no framework/device check).
+    """
+    if like is not None:
+        assert framework_name(actual) == framework_name(like), (
+            f"namespace: got {type(actual)}, expected that of {type(like)}"
+        )
+        dev_a, dev_l = getattr(actual, "device", None), getattr(like, "device", None)
+        if not callable(dev_a):
+            assert str(dev_a) == str(dev_l), f"device: {dev_a} != {dev_l}"
+    got = to_numpy(actual)
+    assert tuple(got.shape) == tuple(expected.shape), f"shape: {got.shape} != {expected.shape}"
+    assert got.dtype == expected.dtype, f"dtype: {got.dtype} != {expected.dtype}"
+    if exact:
+        np.testing.assert_array_equal(got, expected)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol)
