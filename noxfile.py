@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import nox
@@ -67,6 +66,3 @@ def lint(session: nox.Session) -> None:
 
 
 nox.options.sessions = ["tests", "parity", "lint"]
-
-if os.environ.get("CI"):
-    nox.options.error_on_external_run = True

@@ -98,13 +98,17 @@ def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13) -> Any
     if framework == "torch":
         from . import _torch_backend as tb
 
-        index = tb.checked_index(tb.to_index(indices, host, data), size, axis, opset, host)
-        return tb.gather(data, index, axis)
+        t_index = tb.checked_index(tb.to_index(indices, host, data), size, axis, opset, host)
+        return tb.gather(data, t_index, axis)
     if framework == "jax":
         from . import _jax_backend as jb
 
-        index = jb.checked_index(jb.to_index(indices, host, data), size, axis, opset, host)
-        return jb.gather(data, index, axis, opset)
+        j_index = jb.checked_index(jb.to_index(indices, host, data), size, axis, opset, host)
+        return jb.gather(data, j_index, axis, opset)
+    if framework == "dask":
+        from . import _dask_backend
+
+        return _dask_backend.gather(data, indices, host, axis, opset)
 
     from array_api_compat import array_namespace
 
@@ -175,13 +179,17 @@ def gather_grad(shape: Any, indices: Any, grad: Any, /, *, axis: int = 0) -> Any
     if framework == "torch":
         from . import _torch_backend as tb
 
-        index = tb.checked_index(tb.to_index(indices, host, grad), size, axis, 13, host)
-        return tb.gather_grad(shape, index, grad, axis)
+        t_index = tb.checked_index(tb.to_index(indices, host, grad), size, axis, 13, host)
+        return tb.gather_grad(shape, t_index, grad, axis)
     if framework == "jax":
         from . import _jax_backend as jb
 
-        index = jb.checked_index(jb.to_index(indices, host, grad), size, axis, 13, host)
-        return jb.gather_grad(shape, index, grad, axis)
+        j_index = jb.checked_index(jb.to_index(indices, host, grad), size, axis, 13, host)
+        return jb.gather_grad(shape, j_index, grad, axis)
+    if framework == "dask":
+        from . import _dask_backend
+
+        return _dask_backend.gather_grad(shape, indices, host, grad, axis)
 
     from array_api_compat import array_namespace
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from array_api_compat import device as device_of
 
-from ._checks import index_range, make_out_of_bounds_error, output_shape
+from ._checks import check_host_bounds, index_range, make_out_of_bounds_error, output_shape
 
 # Elements per block of the masked sum in gather_grad: bounds its temporary memory.
 _BLOCK_ELEMENTS = 1 << 22
@@ -17,7 +17,9 @@ _BLOCK_ELEMENTS = 1 << 22
 def to_index(xp: Any, indices: Any, host: np.ndarray | None, data: Any) -> Any:
     if host is None:
         return indices
-    return xp.asarray(np.ascontiguousarray(host), device=device_of(data))
+    # ascontiguousarray would turn a 0-d array into a 1-d one
+    host = host if host.flags.c_contiguous else np.ascontiguousarray(host)
+    return xp.asarray(host, device=device_of(data))
 
 
 def checked_index(
@@ -28,10 +30,11 @@ def checked_index(
         return index
     lo, hi = index_range(size, opset)
     if host is not None:
-        low, high = int(host.min()), int(host.max())
+        check_host_bounds(host, size, axis, opset)
+        low = int(host.min())
     else:
         low, high = int(xp.min(index)), int(xp.max(index))
-    if low < lo or high > hi:
+    if host is None and (low < lo or high > hi):
         flat = xp.reshape(index, (-1,))
         bad = xp.astype((flat < lo) | (flat > hi), xp.int8)
         first = int(xp.argmax(bad))

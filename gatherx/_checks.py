@@ -51,7 +51,10 @@ def normalize_axis(axis: object, rank: int) -> int:
         msg = "gather: data must have rank >= 1, got a rank-0 (scalar) array"
         raise ValueError(msg)
     if not -rank <= axis < rank:
-        msg = f"gather: axis {axis} is out of the accepted range [{-rank}, {rank - 1}] for data of rank {rank}"
+        msg = (
+            f"gather: axis {axis} is out of the accepted range [{-rank}, {rank - 1}] "
+            f"for data of rank {rank}"
+        )
         raise ValueError(msg)
     return operator.index(axis) % rank
 
@@ -71,7 +74,9 @@ def check_data_dtype(name: str, opset: int, backend: str) -> None:
     """Reject dtypes outside ONNX's ``T`` and bfloat16 before opset 13."""
     if name not in ONNX_DATA_DTYPES:
         allowed = ", ".join(sorted(ONNX_DATA_DTYPES))
-        msg = f"gather: {backend} data of dtype {name} is not an ONNX Gather type; allowed: {allowed}"
+        msg = (
+            f"gather: {backend} data of dtype {name} is not an ONNX Gather type; allowed: {allowed}"
+        )
         raise TypeError(msg)
     if name == "bfloat16" and opset < 13:
         msg = f"gather: bfloat16 data needs opset >= 13 (Gather-13), got opset {opset}"
@@ -89,9 +94,7 @@ def index_range(size: int, opset: int) -> tuple[int, int]:
     return (-size if opset >= 11 else 0), size - 1
 
 
-def out_of_bounds_error(
-    indices: np.ndarray, size: int, axis: int, opset: int
-) -> IndexError:
+def out_of_bounds_error(indices: np.ndarray, size: int, axis: int, opset: int) -> IndexError:
     """The error for the first out-of-range element of host ``indices`` (assumed to hold one)."""
     lo, hi = index_range(size, opset)
     bad = (indices < lo) | (indices > hi)
@@ -110,7 +113,11 @@ def make_out_of_bounds_error(
         bounds = f"axis {axis} of data has size 0, so no index is valid"
     else:
         bounds = f"must be within the inclusive range [{lo},{hi}] for axis {axis} of size {size}"
-    note = " (negative indices need opset >= 11)" if value < 0 and opset < 11 and value >= -size else ""
+    note = (
+        " (negative indices need opset >= 11)"
+        if value < 0 and opset < 11 and value >= -size
+        else ""
+    )
     msg = f"gather: indices element out of data bounds, idx={value}{where} {bounds}{note}"
     return IndexError(msg)
 

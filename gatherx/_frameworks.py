@@ -11,7 +11,7 @@ from ._checks import check_index_dtype, dtype_name
 
 
 def framework_of(x: object) -> str | None:
-    """``numpy``, ``torch``, ``jax``, ``array-api`` (any other namespace) or None (not an array)."""
+    """``numpy``, ``torch``, ``jax``, ``dask``, ``array-api`` (any other namespace) or None."""
     if isinstance(x, (np.ndarray, np.generic)):
         return "numpy"
     torch = sys.modules.get("torch")
@@ -20,6 +20,9 @@ def framework_of(x: object) -> str | None:
     jax = sys.modules.get("jax")
     if jax is not None and isinstance(x, jax.Array):
         return "jax"
+    dask_array = sys.modules.get("dask.array")
+    if dask_array is not None and isinstance(x, dask_array.Array):
+        return "dask"
     from array_api_compat import is_array_api_obj
 
     if is_array_api_obj(x):
@@ -96,7 +99,8 @@ def _raise_for_python_objects(arr: np.ndarray) -> None:
     for flat, value in enumerate(arr.reshape(-1)):
         position = tuple(int(p) for p in np.unravel_index(flat, arr.shape))
         if isinstance(value, bool) or not isinstance(value, int):
-            msg = f"gather: indices must be ints, got {type(value).__name__} {value!r} at position {position}"
+            kind = type(value).__name__
+            msg = f"gather: indices must be ints, got {kind} {value!r} at position {position}"
             raise TypeError(msg)
         if not -(2**63) <= value < 2**63:
             msg = (

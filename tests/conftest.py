@@ -23,5 +23,5 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture
 def xp(backend: Backend):
-    """The namespace of ``backend``; skipped if not installed (failed if GATHERX_REQUIRE names it)."""
+    """``backend``'s namespace; skipped if not installed, failed if GATHERX_REQUIRE names it."""
     return namespace(backend)

@@ -25,7 +25,7 @@ class Backend(enum.Enum):
 
 
 def required() -> set[str]:
-    """Frameworks this run must have (``GATHERX_REQUIRE=torch,jax``): missing ones fail, not skip."""
+    """Frameworks this run must have (``GATHERX_REQUIRE=torch,jax``): missing ones fail."""
     return {x.strip() for x in os.environ.get("GATHERX_REQUIRE", "").split(",") if x.strip()}
 
 
@@ -59,7 +59,11 @@ def to_numpy(x: Any) -> np.ndarray:
 
             return x.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
         if x.dtype in (torch.uint16, torch.uint32, torch.uint64):
-            signed = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+            signed = {
+                torch.uint16: torch.int16,
+                torch.uint32: torch.int32,
+                torch.uint64: torch.int64,
+            }
             return x.view(signed[x.dtype]).numpy().view(str(x.dtype).replace("torch.", ""))
         return x.numpy()
     if mod.startswith("array_api_strict"):
@@ -71,8 +75,15 @@ def framework_name(x: Any) -> str:
     return type(x).__module__.partition(".")[0].replace("jaxlib", "jax")
 
 
-def assert_same(actual: Any, expected: Any, *, like: Any = None, exact: bool = True,
-                rtol: float = 1e-6, atol: float = 0.0) -> None:
+def assert_same(
+    actual: Any,
+    expected: Any,
+    *,
+    like: Any = None,
+    exact: bool = True,
+    rtol: float = 1e-6,
+    atol: float = 0.0,
+) -> None:
     """Check framework (namespace), shape, dtype and device of ``actual`` before its values.
 
     ``expected`` is a NumPy oracle; ``like`` is an array whose framework and device the result
@@ -92,3 +103,70 @@ def assert_same(actual: Any, expected: Any, *, like: Any = None, exact: bool = T
         np.testing.assert_array_equal(got, expected)
     else:
         np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol)
+
+
+def from_numpy(backend: Backend, arr: np.ndarray) -> Any:
+    """``arr`` as an array of ``backend`` (bfloat16 and unsigned types included)."""
+    if backend is Backend.NUMPY:
+        return arr
+    if backend is Backend.TORCH:
+        torch = need("torch")
+        if arr.dtype.name == "bfloat16":
+            return torch.from_numpy(arr.view(np.int16).copy()).view(torch.bfloat16)
+        return torch.from_numpy(np.array(arr))
+    if backend is Backend.JAX:
+        jnp = namespace(backend)
+        return jnp.asarray(arr)
+    xps = need("array_api_strict")
+    return xps.asarray(arr)
+
+
+def jax_x64() -> bool:
+    import jax
+
+    return bool(jax.config.jax_enable_x64)
+
+
+def supports_dtype(backend: Backend, name: str) -> str | None:
+    """None if ``backend`` can hold dtype ``name``, else why not (the reason to skip)."""
+    if name == "string" and backend is not Backend.NUMPY:
+        return f"{backend.label} has no string arrays"
+    if backend is Backend.ARRAY_API_STRICT and name in ("float16", "bfloat16", "string"):
+        return f"array-api-strict has no {name}"
+    if backend is Backend.JAX and name in ("int64", "uint64", "float64", "complex128"):
+        need("jax")
+        if not jax_x64():
+            return f"JAX holds {name} only with jax_enable_x64 (covered by the x64 run)"
+    return None
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    if name == "bfloat16":
+        return np.dtype(need("ml_dtypes").bfloat16)
+    if name == "string":
+        return np.dtype("U7")
+    return np.dtype(name)
+
+
+def random_data(rng: np.random.Generator, shape: tuple[int, ...], name: str) -> np.ndarray:
+    """Distinct-ish random values of dtype ``name`` (so a wrong slice cannot pass by luck)."""
+    dtype = numpy_dtype(name)
+    size = int(np.prod(shape))
+    if name == "string":
+        return np.array([f"s{v}" for v in rng.integers(0, 10**5, size)], dtype=dtype).reshape(shape)
+    if name == "bool":
+        return rng.integers(0, 2, size).astype(bool).reshape(shape)
+    if name.startswith("complex"):
+        return (
+            (rng.standard_normal(size) + 1j * rng.standard_normal(size))
+            .astype(dtype)
+            .reshape(shape)
+        )
+    if name.startswith(("int", "uint")):
+        info = np.iinfo(dtype)
+        return (
+            rng.integers(max(info.min, -1000), min(info.max, 1000), size)
+            .astype(dtype)
+            .reshape(shape)
+        )
+    return rng.standard_normal(size).astype(np.float32).astype(dtype).reshape(shape)

@@ -1,0 +1,200 @@
+"""The ``gatherx`` command: ``check`` (ONNX cases on every backend), ``explain``, ``bench``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+import numpy as np
+
+from ._checks import index_range, normalize_axis, output_shape
+
+#: Backends `check` knows, in display order: name -> module that must be importable.
+BACKENDS = {
+    "numpy": "numpy",
+    "torch": "torch",
+    "jax": "jax",
+    "array-api-strict": "array_api_strict",
+    "dask": "dask.array",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def installed_backends() -> list[str]:
+    found = []
+    for name, module in BACKENDS.items():
+        top = module.partition(".")[0]
+        if importlib.util.find_spec(top) is not None:
+            found.append(name)
+    return found
+
+
+def converter(backend: str) -> Callable[[np.ndarray], Any]:
+    """A function moving a NumPy array into ``backend``'s array type."""
+    if backend == "numpy":
+        return np.asarray
+    if backend == "torch":
+        import torch
+
+        return lambda a: torch.from_numpy(np.array(a))
+    if backend == "jax":
+        import jax.numpy as jnp
+
+        return jnp.asarray
+    if backend == "array-api-strict":
+        import array_api_strict as xps
+
+        return xps.asarray
+    if backend == "dask":
+        import dask.array as da
+
+        return lambda a: da.from_array(np.array(a), chunks=-1)
+    msg = f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}"
+    raise ValueError(msg)
+
+
+def _host(x: Any) -> np.ndarray:
+    if hasattr(x, "compute"):
+        x = x.compute()
+    if type(x).__module__.startswith("torch"):
+        return x.numpy()
+    if type(x).__module__.startswith("array_api_strict"):
+        import array_api_strict as xps
+
+        return np.asarray(xps.asarray(x, copy=True)._array)
+    return np.asarray(x)
+
+
+def run_check(backends: Sequence[str], out: Any = sys.stdout) -> int:
+    """Run every reference case on each backend; print a table; 0 only if all pass."""
+    from . import gather
+    from ._cases import onnx_cases, spec_examples
+
+    cases = [*onnx_cases(), *spec_examples()]
+    rows, failures = [], []
+    for backend in backends:
+        to_backend = converter(backend)
+        passed, start = 0, time.perf_counter()
+        for case in cases:
+            got: Any
+            try:
+                got = _host(gather(to_backend(case.data), to_backend(case.indices),
+                                   axis=case.axis, opset=case.opset))  # fmt: skip
+                ok = got.dtype == case.expected.dtype and np.array_equal(got, case.expected)
+            except Exception as exc:  # a check reports every failure instead of stopping
+                ok, got = False, exc
+            if ok:
+                passed += 1
+            else:
+                failures.append(f"{backend}: {case.name}: got {got!r}")
+        elapsed = time.perf_counter() - start
+        rows.append((backend, f"{passed}/{len(cases)}", f"{elapsed * 1e3:.1f} ms"))
+    n_onnx = sum(c.source == "onnx" for c in cases)
+    print(f"gatherx check: {n_onnx} official ONNX Gather cases + "
+          f"{len(cases) - n_onnx} spec examples per backend", file=out)  # fmt: skip
+    header = ("backend", "cases passed", "time")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
+    for row in [header, tuple("-" * w for w in widths), *rows]:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)), file=out)
+    for line in failures:
+        print(f"FAIL {line}", file=out)
+    return 0 if not failures else 1
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    text = text.strip().strip("()[]").strip()
+    if text in ("", "scalar"):
+        return ()
+    try:
+        dims = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        msg = f"invalid shape {text!r}: expected comma-separated integers such as 5,4"
+        raise argparse.ArgumentTypeError(msg) from None
+    if any(d < 0 for d in dims):
+        msg = f"invalid shape {text!r}: dimensions must be non-negative"
+        raise argparse.ArgumentTypeError(msg)
+    return dims
+
+
+def explain(data_shape: tuple[int, ...], indices_shape: tuple[int, ...], axis: int) -> str:
+    """The output shape and the spec's index equation for these shapes."""
+    ax = normalize_axis(axis, len(data_shape))
+    out = output_shape(data_shape, indices_shape, ax)
+    before = [f"j{k}" for k in range(ax)]
+    after = [f"j{k}" for k in range(ax, len(data_shape) - 1)]
+    idx = [f"i{k}" for k in range(len(indices_shape))]
+    index_expr = f"indices[{', '.join(idx)}]" if idx else "indices"
+    lhs = ", ".join([*before, *idx, *after])
+    rhs = ", ".join([*before, index_expr, *after])
+    size = data_shape[ax]
+    lo11, hi = index_range(size, 11)
+    lines = [
+        f"data shape {data_shape}, indices shape {indices_shape}, axis {axis}",
+        f"output shape: {out}",
+        f"output[{lhs}] = data[{rhs}]",
+        f"valid indices: [{lo11}, {hi}] (opset >= 11), [0, {hi}] (opset 1-10)",
+    ]
+    if size == 0 and indices_shape and 0 not in indices_shape:
+        lines.append("note: the axis has size 0, so only empty indices are valid")
+    return "\n".join(lines)
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="gatherx", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    check = sub.add_parser("check", help="run the ONNX Gather cases on every installed backend")
+    check.add_argument("--backends", help="comma-separated subset of: " + ", ".join(BACKENDS))
+    ex = sub.add_parser("explain", help="output shape and index equation for given shapes")
+    ex.add_argument("--data-shape", type=_shape, required=True, help="e.g. 5,4")
+    ex.add_argument("--indices-shape", type=_shape, required=True, help="e.g. 2,2 ('' = scalar)")
+    ex.add_argument("--axis", type=int, default=0)
+    bench = sub.add_parser("bench", help="time gatherx against native ops (see docs)")
+    try:
+        from . import _bench
+    except ImportError:
+        _bench = None  # type: ignore[assignment]
+    if _bench is not None:
+        _bench.add_arguments(bench)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "check":
+            names = args.backends.split(",") if args.backends else installed_backends()
+            unknown = [n for n in names if n not in BACKENDS]
+            if unknown:
+                parser.error(
+                    f"unknown backend(s) {', '.join(unknown)}; known: {', '.join(BACKENDS)}"
+                )
+            missing = [n for n in names if n not in installed_backends()]
+            if missing:
+                parser.error(f"backend(s) not installed: {', '.join(missing)}")
+            return run_check(names)
+        if args.command == "explain":
+            print(explain(args.data_shape, args.indices_shape, args.axis))
+            return 0
+        from . import _bench
+
+        return int(_bench.run(args))
+    except ImportError as exc:
+        parser.exit(
+            1, f"gatherx: error: {exc}; install the checks with pip install 'gatherx[check]'\n"
+        )
+    except (ValueError, TypeError, IndexError) as exc:
+        parser.exit(2, f"gatherx: error: {exc}\n")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
