@@ -15,7 +15,7 @@ nox.options.reuse_existing_virtualenvs = False
 
 # What each backend's test session installs beyond `.[test]`.
 BACKEND_DEPS = {
-    "numpy": ["onnxruntime"],
+    "numpy": [],
     "torch": ["torch"],
     "jax": ["jax"],
     "array_api_strict": ["array-api-strict"],

@@ -1,7 +1,13 @@
-"""JAX Gather: one jitted ``lax.gather`` in FILL_OR_DROP mode, so traced bad indices never wrap."""
+"""JAX Gather: jitted ``lax.gather``/``lax.scatter_add`` in FILL_OR_DROP mode, so traced bad
+indices are never wrapped or clamped, and JAX's own rules differentiate both."""
 
 from __future__ import annotations
 
+# Why no jax.custom_jvp: lax.gather's native rules already give every transform, each
+# checked by tests/test_jax_transforms.py -- jvp (gather of the tangent, fill 0), transpose
+# (scatter-add in the same FILL_OR_DROP mode, so reverse mode, linear_transpose, jacrev and
+# hessian come from it and dropped reads get no gradient), batching (vmap over data, indices
+# or both) and checkify's index check. A custom rule would only add a layer to get wrong.
 from functools import partial
 from typing import Any
 
@@ -13,6 +19,32 @@ from jax import lax
 from ._checks import check_host_bounds, output_shape
 
 
+def _dnums(axis: int, index_ndim: int, rank: int) -> tuple[Any, Any]:
+    """Gather and scatter dimension numbers for ONNX Gather of rank-``rank`` data on ``axis``."""
+    window = (*range(axis), *range(axis + index_ndim, rank + index_ndim - 1))
+    gather = lax.GatherDimensionNumbers(
+        offset_dims=window, collapsed_slice_dims=(axis,), start_index_map=(axis,)
+    )
+    scatter = lax.ScatterDimensionNumbers(
+        update_window_dims=window,
+        inserted_window_dims=(axis,),
+        scatter_dims_to_operand_dims=(axis,),
+    )
+    return gather, scatter
+
+
+def _empty_axis(data: jax.Array, index: jax.Array, axis: int) -> tuple[jax.Array, jax.Array]:
+    """Data padded to one slot on its empty ``axis`` and ``index`` moved off it.
+
+    No index is valid on an empty axis, but ``lax.gather`` cannot slice it at all. Reading
+    from a one-slot pad at indices kept outside [0, 0] still reads nothing (everything is
+    filled), yet stays a real gather that checkify reports and JAX differentiates.
+    """
+    pad = [(0, 0)] * data.ndim
+    pad[axis] = (0, 1)
+    return jnp.pad(data, pad), jnp.where(index >= 0, index + 1, index)
+
+
 def _lax_take(data: jax.Array, index: jax.Array, axis: int) -> jax.Array:
     """``data`` gathered along ``axis`` at in-range, non-negative ``index``; others are filled.
 
@@ -20,32 +52,18 @@ def _lax_take(data: jax.Array, index: jax.Array, axis: int) -> jax.Array:
     ``-size`` into a valid one after our own normalisation.
     """
     shape = output_shape(data.shape, index.shape, axis)
-    if data.shape[axis] == 0 or index.size == 0:
-        # Nothing to read: every index is out of range (filled) or there is no index at all.
-        return jnp.full(shape, _fill_value(data.dtype), data.dtype)
+    if data.shape[axis] == 0:
+        data, index = _empty_axis(data, index, axis)
+    dnums, _ = _dnums(axis, index.ndim, data.ndim)
     slice_sizes = (*data.shape[:axis], 1, *data.shape[axis + 1 :])
-    dnums = lax.GatherDimensionNumbers(
-        offset_dims=(*range(axis), *range(axis + index.ndim, data.ndim + index.ndim - 1)),
-        collapsed_slice_dims=(axis,),
-        start_index_map=(axis,),
-    )
-    return lax.gather(
+    out = lax.gather(
         data,
         index[..., None],
         dimension_numbers=dnums,
         slice_sizes=slice_sizes,
         mode=lax.GatherScatterMode.FILL_OR_DROP,
     )
-
-
-def _fill_value(dtype: Any) -> Any:
-    """The value ``lax.gather`` fills out-of-range reads with, for the empty-axis case."""
-    if jnp.issubdtype(dtype, jnp.inexact):
-        return jnp.nan
-    if dtype == jnp.bool_:
-        return True
-    info = jnp.iinfo(dtype)
-    return info.max if jnp.issubdtype(dtype, jnp.unsignedinteger) else info.min
+    return out.reshape(shape)
 
 
 @partial(jax.jit, static_argnames=("axis", "negative"))
@@ -56,14 +74,24 @@ def _gather(data: jax.Array, index: jax.Array, axis: int, negative: bool) -> jax
 
 
 @partial(jax.jit, static_argnames=("shape", "axis"))
-def _gather_grad(
-    shape: tuple[int, ...], index: jax.Array, grad: jax.Array, axis: int
-) -> jax.Array:
-    index = jnp.where(index < 0, index + shape[axis], index)
-    zeros = jnp.zeros(shape, grad.dtype)
-    # The VJP of the linear gather is exactly its transpose: a scatter-add, duplicates summed.
-    _, vjp = jax.vjp(lambda d: _lax_take(d, index, axis), zeros)
-    return vjp(grad)[0]
+def _gather_grad(shape: tuple[int, ...], index: jax.Array, grad: jax.Array, axis: int) -> jax.Array:
+    # An explicit scatter-add rather than jax.vjp of the gather: vjp has no cotangent for
+    # integer data (float0), while gather_grad accepts integer grads. Its own JAX rules make
+    # it differentiable (jvp: itself on the tangent; transpose: a gather).
+    size = shape[axis]
+    index = jnp.where(index < 0, index + size, index)
+    padded = (*shape[:axis], max(size, 1), *shape[axis + 1 :])
+    if size == 0:  # see _empty_axis: every update is dropped, but lax needs a slot to scatter
+        index = jnp.where(index >= 0, index + 1, index)
+    _, dnums = _dnums(axis, index.ndim, len(shape))
+    out = lax.scatter_add(
+        jnp.zeros(padded, grad.dtype),
+        index[..., None],
+        grad,
+        dimension_numbers=dnums,
+        mode=lax.GatherScatterMode.FILL_OR_DROP,
+    )
+    return out[(slice(None),) * axis + (slice(0, size),)] if size == 0 else out
 
 
 def is_traced(x: Any) -> bool:
@@ -89,7 +117,5 @@ def gather(data: jax.Array, index: jax.Array, axis: int, opset: int) -> jax.Arra
     return _gather(data, index, axis=axis, negative=opset >= 11)
 
 
-def gather_grad(
-    shape: tuple[int, ...], index: jax.Array, grad: jax.Array, axis: int
-) -> jax.Array:
+def gather_grad(shape: tuple[int, ...], index: jax.Array, grad: jax.Array, axis: int) -> jax.Array:
     return _gather_grad(shape, index, grad, axis=axis)

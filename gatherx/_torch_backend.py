@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._checks import index_range, out_of_bounds_error, output_shape
+from ._checks import index_range, make_out_of_bounds_error, out_of_bounds_error, output_shape
 
 # uint16/32/64 are "shell" dtypes with few kernels; gather is pure data movement, so it runs
 # on the same bits viewed as the signed type of the same width.
@@ -23,12 +23,13 @@ def _take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
 
 
 def _scatter_add(
-    shape: tuple[int, ...], index: torch.Tensor, grad: torch.Tensor, axis: int
+    grad: torch.Tensor, index: torch.Tensor, axis: int, size: int
 ) -> torch.Tensor:
+    # index_add is deterministic under torch.use_deterministic_algorithms(True), CUDA included.
     flat = index.reshape(-1)
-    source = grad.reshape((*shape[:axis], flat.shape[0], *shape[axis + 1 :]))
-    out = grad.new_zeros(shape)
-    return out.index_add_(axis, flat, source)
+    before, after = grad.shape[:axis], grad.shape[axis + index.ndim :]
+    source = grad.reshape((*before, flat.shape[0], *after))
+    return grad.new_zeros((*before, size, *after)).index_add_(axis, flat, source)
 
 
 class _GatherNoJvp(torch.autograd.Function):
@@ -44,8 +45,7 @@ class _GatherNoJvp(torch.autograd.Function):
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
         data, index, axis = inputs
         ctx.save_for_backward(index)
-        ctx.index = index  # jvp cannot read saved_tensors
-        ctx.shape = tuple(data.shape)
+        ctx.size = data.shape[axis]
         ctx.axis = axis
         ctx.set_materialize_grads(True)
 
@@ -54,33 +54,40 @@ class _GatherNoJvp(torch.autograd.Function):
         (index,) = ctx.saved_tensors
         if not ctx.needs_input_grad[0]:
             return None, None, None
-        return _apply_scatter_add(ctx.shape, index, grad, ctx.axis), None, None
+        return _apply_scatter_add(grad, index, ctx.axis, ctx.size), None, None
 
 
 class _GatherFn(_GatherNoJvp):
     @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+        _GatherNoJvp.setup_context(ctx, inputs, output)
+        ctx.save_for_forward(inputs[1])  # torch.func's vmap rule needs it saved, not an attribute
+
+    @staticmethod
     def jvp(ctx: Any, data_t: torch.Tensor, index_t: Any, axis_t: Any) -> torch.Tensor:
-        return _take(data_t, ctx.index, ctx.axis)
+        (index,) = ctx.saved_tensors
+        return _take(data_t, index, ctx.axis)
 
 
 class _ScatterAddNoJvp(torch.autograd.Function):
-    """Scatter-add of ``grad`` into zeros of ``shape``; its backward is a gather."""
+    """Scatter-add of ``grad`` into zeros of size ``size`` on ``axis``; its backward is a gather.
+
+    Only ``size`` is passed, not the whole data shape: the other dimensions are ``grad``'s,
+    which keeps every argument a tensor or an int for vmap's generated rule and for Dynamo.
+    """
 
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(  # type: ignore[override]
-        grad: torch.Tensor, index: torch.Tensor, shape: tuple[int, ...], axis: int
-    ) -> torch.Tensor:
-        return _scatter_add(shape, index, grad, axis)
+    def forward(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -> torch.Tensor:  # type: ignore[override]
+        return _scatter_add(grad, index, axis, size)
 
     @staticmethod
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
-        _, index, shape, axis = inputs
+        _, index, axis, _ = inputs
         ctx.save_for_backward(index)
-        ctx.index = index
-        ctx.shape = shape
         ctx.axis = axis
+        ctx.set_materialize_grads(True)
 
     @staticmethod
     def backward(ctx: Any, gg: torch.Tensor) -> tuple[torch.Tensor | None, None, None, None]:  # type: ignore[override]
@@ -92,8 +99,15 @@ class _ScatterAddNoJvp(torch.autograd.Function):
 
 class _ScatterAddFn(_ScatterAddNoJvp):
     @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+        _ScatterAddNoJvp.setup_context(ctx, inputs, output)
+        ctx.save_for_forward(inputs[1])
+        ctx.size = inputs[3]
+
+    @staticmethod
     def jvp(ctx: Any, grad_t: torch.Tensor, *_: Any) -> torch.Tensor:
-        return _scatter_add(ctx.shape, ctx.index, grad_t, ctx.axis)
+        (index,) = ctx.saved_tensors
+        return _scatter_add(grad_t, index, ctx.axis, ctx.size)
 
 
 def _compiling() -> bool:
@@ -108,22 +122,64 @@ def _apply_gather(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.T
 
 
 def _apply_scatter_add(
-    shape: tuple[int, ...], index: torch.Tensor, grad: torch.Tensor, axis: int
+    grad: torch.Tensor, index: torch.Tensor, axis: int, size: int
 ) -> torch.Tensor:
     fn = _ScatterAddNoJvp if _compiling() else _ScatterAddFn
-    return fn.apply(grad, index, shape, axis)
+    return fn.apply(grad, index, axis, size)
 
 
-def _is_symbolic(t: torch.Tensor) -> bool:
-    """True where index values cannot be read eagerly: compile, export, fake tensors, vmap."""
-    if _compiling() or isinstance(t, torch._subclasses.FakeTensor):
-        return True
+@torch.library.custom_op("gatherx::assert_in_bounds", mutates_args=())
+def _assert_in_bounds(index: torch.Tensor, low: int, high: int, message: str) -> torch.Tensor:
+    """``index`` (a copy) after an asynchronous check that it lies in [low, high].
+
+    ``torch._assert_async`` has no vmap batching rule; this op has one, so compiled code
+    can check indices that are batched by ``torch.func.vmap``.
+    """
+    torch._assert_async(torch.all((index >= low) & (index <= high)), message)
+    return index.clone()
+
+
+@_assert_in_bounds.register_fake
+def _(index: torch.Tensor, low: int, high: int, message: str) -> torch.Tensor:
+    return torch.empty_like(index)
+
+
+@_assert_in_bounds.register_vmap
+def _(
+    info: Any, in_dims: tuple[Any, ...], index: torch.Tensor, low: int, high: int, message: str
+) -> tuple[torch.Tensor, Any]:
+    # Every sample must be in bounds, so the whole batch is checked at once.
+    return _assert_in_bounds(index, low, high, message), in_dims[0]
+
+
+def _plain(t: torch.Tensor) -> torch.Tensor | None:
+    """``t`` with torch.func wrappers (vmap batches included) peeled off, or None if traced."""
+    if _compiling():
+        return None
     functorch = torch._C._functorch
     while functorch.is_functorch_wrapped_tensor(t):
-        if functorch.is_batchedtensor(t):
-            return True
         t = functorch.get_unwrapped(t)
-    return isinstance(t, torch._subclasses.FakeTensor)
+    if isinstance(t, torch._subclasses.FakeTensor) or t.device.type == "meta":
+        return None
+    return t
+
+
+def _traced_check(index: torch.Tensor, size: int, axis: int, opset: int) -> torch.Tensor:
+    """The compile/export check: an in-graph assert (RuntimeError), never a host sync."""
+    lo, hi = index_range(size, opset)
+    # Formatting a symbolic size would specialise it (dynamic=True would recompile per size).
+    bounds = f"[{lo},{hi}]" if isinstance(size, int) else "[-s,s-1] (s = data.shape[axis])"
+    if opset < 11:
+        bounds = "[0,s-1] (s = data.shape[axis])" if not isinstance(size, int) else bounds
+    msg = (
+        f"gather: indices element out of data bounds: indices must be within the inclusive "
+        f"range {bounds} for axis {axis}"
+    )
+    if torch._C._functorch.is_batchedtensor(index):
+        index = _assert_in_bounds(index, lo, hi, msg)
+    else:
+        torch._assert_async(torch.all((index >= lo) & (index <= hi)), msg)
+    return torch.where(index < 0, index + size, index) if opset >= 11 else index
 
 
 def to_index(indices: Any, host: np.ndarray | None, data: torch.Tensor) -> torch.Tensor:
@@ -143,19 +199,20 @@ def checked_index(
     lo, hi = index_range(size, opset)
     if host is not None:
         low, high = int(host.min()), int(host.max())
-    elif _is_symbolic(index):
-        ok = torch.all((index >= lo) & (index <= hi))
-        msg = (
-            f"gather: indices element out of data bounds: indices must be within the inclusive "
-            f"range [{lo},{hi}] for axis {axis}"
-        )
-        torch._assert_async(ok, msg)
-        return torch.where(index < 0, index + size, index) if opset >= 11 else index
     else:
-        low, high = torch.stack(torch.aminmax(index)).tolist()
+        plain = _plain(index)
+        if plain is None:
+            return _traced_check(index, size, axis, opset)
+        low, high = torch.stack(torch.aminmax(plain)).tolist()
     if low < lo or high > hi:
-        values = host if host is not None else index.detach().cpu().numpy()
-        raise out_of_bounds_error(values, size, axis, opset)
+        if host is not None:
+            raise out_of_bounds_error(host, size, axis, opset)
+        values = plain.detach().cpu().numpy()
+        if plain is index:
+            raise out_of_bounds_error(values, size, axis, opset)
+        # Under vmap the values hold every sample; a position among them would mislead.
+        bad = values[(values < lo) | (values > hi)]
+        raise make_out_of_bounds_error(int(bad.reshape(-1)[0]), None, size, axis, opset)
     return torch.where(index < 0, index + size, index) if low < 0 else index
 
 
@@ -166,4 +223,4 @@ def gather(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
 def gather_grad(
     shape: tuple[int, ...], index: torch.Tensor, grad: torch.Tensor, axis: int
 ) -> torch.Tensor:
-    return _apply_scatter_add(shape, index, grad, axis)
+    return _apply_scatter_add(grad, index, axis, shape[axis])
