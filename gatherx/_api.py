@@ -27,6 +27,16 @@ _GRAD_DTYPES = frozenset(
 )  # fmt: skip
 
 
+# The NumPy fast path: exactly these dtypes need no further look (bfloat16 and strings take the
+# general path, which checks them against the opset and ONNX's type list).
+_FAST_DATA_DTYPES = frozenset(
+    np.dtype(name)
+    for name in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                 "uint64", "float16", "float32", "float64", "complex64", "complex128")
+)  # fmt: skip
+_FAST_INDEX_DTYPES = frozenset((np.dtype(np.int32), np.dtype(np.int64)))
+
+
 def _framework(x: object, role: str, function: str) -> str:
     framework = framework_of(x)
     if framework is None:
@@ -84,6 +94,20 @@ def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13) -> Any
     >>> gatherx.gather(data, 2)
     array([4.5, 5.7])
     """
+    # Small NumPy gathers are dominated by Python overhead: decide the common case in a few
+    # identity and set tests, with the same checks the general path makes.
+    if (
+        type(data) is np.ndarray
+        and type(indices) is np.ndarray
+        and type(axis) is int
+        and type(opset) is int
+        and opset >= 11
+        and -data.ndim <= axis < data.ndim
+        and data.dtype in _FAST_DATA_DTYPES
+        and indices.dtype in _FAST_INDEX_DTYPES
+    ):
+        return _numpy_backend.gather(data, indices, axis % data.ndim, opset)
+
     framework = _framework(data, "data", "gather")
     opset = check_opset(opset)
     axis = normalize_axis(axis, data.ndim)
