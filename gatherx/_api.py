@@ -74,6 +74,9 @@ def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13) -> Any
     ------
     IndexError
         An index is out of range; the message names the value, its position and the range.
+        Under ``torch.compile`` / ``torch.export`` the check runs in the graph and raises
+        ``RuntimeError`` instead; under ``jax.jit`` traced indices are checked by
+        ``jax.experimental.checkify`` (unchecked, out-of-range reads are filled, never wrapped).
     TypeError
         Indices are not int32/int64, the data dtype is not an ONNX type (bfloat16 needs
         opset 13), or data and indices come from different frameworks.

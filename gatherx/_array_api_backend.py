@@ -70,6 +70,6 @@ def gather_grad(xp: Any, shape: tuple[int, ...], index: Any, grad: Any, axis: in
     for start in range(0, size, block):
         rows = targets[start : min(start + block, size)]
         mask = xp.reshape(flat, (1, 1, n, 1)) == xp.reshape(rows, (1, -1, 1, 1))
-        parts.append(xp.sum(xp.where(mask, g, zero), axis=2))
+        parts.append(xp.sum(xp.where(mask, g, zero), axis=2, dtype=grad.dtype))
     out = parts[0] if len(parts) == 1 else xp.concat(parts, axis=1)
     return xp.reshape(out, shape)

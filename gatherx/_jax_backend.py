@@ -16,7 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import check_host_bounds, output_shape
+from . import _jax_sharding
+from ._checks import check_host_bounds
 
 
 def _dnums(axis: int, index_ndim: int, rank: int) -> tuple[Any, Any]:
@@ -51,19 +52,17 @@ def _lax_take(data: jax.Array, index: jax.Array, axis: int) -> jax.Array:
     This is ``jnp.take`` without its negative-index wrap, which would turn an index below
     ``-size`` into a valid one after our own normalisation.
     """
-    shape = output_shape(data.shape, index.shape, axis)
     if data.shape[axis] == 0:
         data, index = _empty_axis(data, index, axis)
     dnums, _ = _dnums(axis, index.ndim, data.ndim)
     slice_sizes = (*data.shape[:axis], 1, *data.shape[axis + 1 :])
-    out = lax.gather(
-        data,
-        index[..., None],
+    take = partial(
+        lax.gather,
         dimension_numbers=dnums,
         slice_sizes=slice_sizes,
         mode=lax.GatherScatterMode.FILL_OR_DROP,
     )
-    return out.reshape(shape)
+    return _jax_sharding.gather(lambda d, i: take(d, i[..., None]), data, index, axis)
 
 
 @partial(jax.jit, static_argnames=("axis", "negative"))
@@ -73,25 +72,31 @@ def _gather(data: jax.Array, index: jax.Array, axis: int, negative: bool) -> jax
     return _lax_take(data, index, axis)
 
 
+def _lax_scatter_add(
+    shape: tuple[int, ...], index: jax.Array, grad: jax.Array, axis: int
+) -> jax.Array:
+    """Zeros of ``shape`` plus ``grad`` at in-range, non-negative ``index``; others dropped.
+
+    An explicit scatter-add rather than jax.vjp of the gather: vjp has no cotangent for
+    integer data (float0), while gather_grad accepts integer grads. JAX's own rules make it
+    differentiable (jvp: itself on the tangent; transpose: a gather).
+    """
+    size = shape[axis]
+    if size == 0:  # as in _empty_axis: every update is dropped, but lax needs a slot
+        padded = (*shape[:axis], 1, *shape[axis + 1 :])
+        out = _lax_scatter_add(padded, jnp.where(index >= 0, index + 1, index), grad, axis)
+        return out[(slice(None),) * axis + (slice(0, 0),)]
+    _, dnums = _dnums(axis, index.ndim, len(shape))
+    add = partial(lax.scatter_add, dimension_numbers=dnums, mode=lax.GatherScatterMode.FILL_OR_DROP)
+    return _jax_sharding.scatter_add(
+        lambda i, g: add(jnp.zeros(shape, g.dtype), i[..., None], g), index, grad, axis
+    )
+
+
 @partial(jax.jit, static_argnames=("shape", "axis"))
 def _gather_grad(shape: tuple[int, ...], index: jax.Array, grad: jax.Array, axis: int) -> jax.Array:
-    # An explicit scatter-add rather than jax.vjp of the gather: vjp has no cotangent for
-    # integer data (float0), while gather_grad accepts integer grads. Its own JAX rules make
-    # it differentiable (jvp: itself on the tangent; transpose: a gather).
-    size = shape[axis]
-    index = jnp.where(index < 0, index + size, index)
-    padded = (*shape[:axis], max(size, 1), *shape[axis + 1 :])
-    if size == 0:  # see _empty_axis: every update is dropped, but lax needs a slot to scatter
-        index = jnp.where(index >= 0, index + 1, index)
-    _, dnums = _dnums(axis, index.ndim, len(shape))
-    out = lax.scatter_add(
-        jnp.zeros(padded, grad.dtype),
-        index[..., None],
-        grad,
-        dimension_numbers=dnums,
-        mode=lax.GatherScatterMode.FILL_OR_DROP,
-    )
-    return out[(slice(None),) * axis + (slice(0, size),)] if size == 0 else out
+    index = jnp.where(index < 0, index + shape[axis], index)
+    return _lax_scatter_add(shape, index, grad, axis)
 
 
 def is_traced(x: Any) -> bool:

@@ -22,9 +22,7 @@ def _take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
     return out.view(data.dtype) if twin is not None else out
 
 
-def _scatter_add(
-    grad: torch.Tensor, index: torch.Tensor, axis: int, size: int
-) -> torch.Tensor:
+def _scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -> torch.Tensor:
     # index_add is deterministic under torch.use_deterministic_algorithms(True), CUDA included.
     flat = index.reshape(-1)
     before, after = grad.shape[:axis], grad.shape[axis + index.ndim :]
@@ -38,7 +36,7 @@ class _GatherNoJvp(torch.autograd.Function):
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:  # type: ignore[override]
+    def forward(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
         return _take(data, index, axis)
 
     @staticmethod
@@ -50,7 +48,7 @@ class _GatherNoJvp(torch.autograd.Function):
         ctx.set_materialize_grads(True)
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None]:  # type: ignore[override]
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None]:
         (index,) = ctx.saved_tensors
         if not ctx.needs_input_grad[0]:
             return None, None, None
@@ -79,7 +77,7 @@ class _ScatterAddNoJvp(torch.autograd.Function):
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -> torch.Tensor:  # type: ignore[override]
+    def forward(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -> torch.Tensor:
         return _scatter_add(grad, index, axis, size)
 
     @staticmethod
@@ -90,7 +88,7 @@ class _ScatterAddNoJvp(torch.autograd.Function):
         ctx.set_materialize_grads(True)
 
     @staticmethod
-    def backward(ctx: Any, gg: torch.Tensor) -> tuple[torch.Tensor | None, None, None, None]:  # type: ignore[override]
+    def backward(ctx: Any, gg: torch.Tensor) -> tuple[torch.Tensor | None, None, None, None]:
         (index,) = ctx.saved_tensors
         if not ctx.needs_input_grad[0]:
             return None, None, None, None
@@ -165,15 +163,17 @@ def _plain(t: torch.Tensor) -> torch.Tensor | None:
 
 
 def _traced_check(index: torch.Tensor, size: int, axis: int, opset: int) -> torch.Tensor:
-    """The compile/export check: an in-graph assert (RuntimeError), never a host sync."""
+    """The check where values cannot be read (compile, export, fake or meta tensors).
+
+    An in-graph assert that raises ``RuntimeError`` when run (a device-side assert on CUDA),
+    never a host sync and never a silent wrap or clamp.
+    """
     lo, hi = index_range(size, opset)
-    # Formatting a symbolic size would specialise it (dynamic=True would recompile per size).
-    bounds = f"[{lo},{hi}]" if isinstance(size, int) else "[-s,s-1] (s = data.shape[axis])"
-    if opset < 11:
-        bounds = "[0,s-1] (s = data.shape[axis])" if not isinstance(size, int) else bounds
+    # The size may be symbolic here, and formatting it would specialise the graph to it.
+    low = "-s" if opset >= 11 else "0"
     msg = (
         f"gather: indices element out of data bounds: indices must be within the inclusive "
-        f"range {bounds} for axis {axis}"
+        f"range [{low},s-1] for axis {axis}, where s = data.shape[{axis}]"
     )
     if torch._C._functorch.is_batchedtensor(index):
         index = _assert_in_bounds(index, lo, hi, msg)
@@ -197,6 +197,7 @@ def checked_index(
     if index.numel() == 0:
         return index
     lo, hi = index_range(size, opset)
+    plain = None
     if host is not None:
         low, high = int(host.min()), int(host.max())
     else:
@@ -205,22 +206,38 @@ def checked_index(
             return _traced_check(index, size, axis, opset)
         low, high = torch.stack(torch.aminmax(plain)).tolist()
     if low < lo or high > hi:
-        if host is not None:
-            raise out_of_bounds_error(host, size, axis, opset)
-        values = plain.detach().cpu().numpy()
+        if plain is None:
+            raise out_of_bounds_error(host, size, axis, opset)  # type: ignore[arg-type]
+        # tolist, not numpy(): inside torch.func transforms numpy() sees no storage
+        values = np.asarray(plain.tolist(), dtype=np.int64).reshape(tuple(plain.shape))
         if plain is index:
             raise out_of_bounds_error(values, size, axis, opset)
         # Under vmap the values hold every sample; a position among them would mislead.
         bad = values[(values < lo) | (values > hi)]
-        raise make_out_of_bounds_error(int(bad.reshape(-1)[0]), None, size, axis, opset)
+        raise make_out_of_bounds_error(int(bad[0]), None, size, axis, opset)
     return torch.where(index < 0, index + size, index) if low < 0 else index
 
 
+def _needs_autograd(data: torch.Tensor) -> bool:
+    """Whether any autodiff could see this call; if not, the Function's overhead buys nothing."""
+    return (
+        data.requires_grad
+        or _compiling()
+        or torch.jit.is_tracing()  # ONNX export below opset 18 needs the Function's symbolic
+        or torch._C._are_functorch_transforms_active()
+        or torch.autograd.forward_ad._current_level >= 0  # inside forward_ad.dual_level()
+    )
+
+
 def gather(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
+    if not _needs_autograd(data):
+        return _take(data, index, axis)
     return _apply_gather(data, index, axis)
 
 
 def gather_grad(
     shape: tuple[int, ...], index: torch.Tensor, grad: torch.Tensor, axis: int
 ) -> torch.Tensor:
+    if not _needs_autograd(grad):
+        return _scatter_add(grad, index, axis, shape[axis])
     return _apply_scatter_add(grad, index, axis, shape[axis])

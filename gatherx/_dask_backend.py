@@ -1,0 +1,348 @@
+"""Dask Gather: a lazy graph per output block that reads only the data blocks it needs.
+
+Each output block is a short chain of tasks, one per data block along the gathered axis that
+its indices fall in: NumPy indices name those blocks when the graph is built, Dask indices
+(whose values are unknown until computed) chain over every block along the axis. Dask index
+blocks pass through a bounds check first, which raises the eager error at compute time.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import dask.array as da
+import numpy as np
+from dask.array.core import normalize_chunks
+from dask.array.utils import meta_from_array
+from dask.base import tokenize
+from dask.highlevelgraph import HighLevelGraph
+from dask.task_spec import List, Task, TaskRef
+
+from ._checks import check_host_bounds, index_range, make_out_of_bounds_error
+
+Chunks = tuple[tuple[int, ...], ...]
+
+
+def _offsets(chunks: tuple[int, ...]) -> list[int]:
+    return [0, *itertools.accumulate(chunks)]
+
+
+def _blocks(chunks: Chunks) -> Iterator[tuple[int, ...]]:
+    return itertools.product(*(range(len(c)) for c in chunks))
+
+
+def _require_known(chunks: Chunks, what: str) -> None:
+    if any(math.isnan(c) for dim in chunks for c in dim):
+        msg = f"gather: {what} has unknown chunk sizes; call .compute_chunk_sizes() on it first"
+        raise ValueError(msg)
+
+
+# Tasks: what the scheduler runs on blocks.
+
+
+def _first_bad(
+    block: np.ndarray, lo: int, hi: int, start: tuple[int, ...], shape: tuple[int, ...]
+) -> tuple[int, int] | None:
+    """(flat position in the whole index array, value) of the block's first bad index."""
+    bad = (block < lo) | (block > hi)
+    if not bad.any():
+        return None
+    local = np.unravel_index(int(np.argmax(bad.reshape(-1))), block.shape)
+    position = tuple(int(s + p) for s, p in zip(start, local, strict=True))
+    flat = int(np.ravel_multi_index(position, shape)) if shape else 0
+    return flat, int(block[local])
+
+
+def _raise_first_bad(
+    found: list[tuple[int, int] | None], shape: tuple[int, ...], size: int, axis: int, opset: int
+) -> None:
+    """Raise the eager error for the first bad index over all blocks, if any."""
+    hits = [f for f in found if f is not None]
+    if hits:
+        flat, value = min(hits)
+        position = tuple(int(p) for p in np.unravel_index(flat, shape)) if shape else ()
+        raise make_out_of_bounds_error(value, position, size, axis, opset)
+
+
+def _normalized(block: np.ndarray, checked: None, size: int) -> np.ndarray:
+    """A checked index block with negative indices moved into [0, size)."""
+    return np.where(block < 0, block + size, block)
+
+
+def _take_at(
+    acc: np.ndarray | None,
+    block: np.ndarray,
+    index_shape: tuple[int, ...],
+    positions: np.ndarray | None,
+    local: np.ndarray,
+    axis: int,
+) -> np.ndarray:
+    """Write ``block`` gathered at ``local`` into the flat index ``positions`` of ``acc``."""
+    taken = np.take(block, local, axis=axis)
+    if positions is None:  # every index of the output block falls into this data block
+        return taken.reshape((*block.shape[:axis], *index_shape, *block.shape[axis + 1 :]))
+    if acc is None:
+        acc = np.empty_like(
+            block, shape=(*block.shape[:axis], *index_shape, *block.shape[axis + 1 :])
+        )
+    flat = acc.reshape((*block.shape[:axis], -1, *block.shape[axis + 1 :]))
+    flat[(slice(None),) * axis + (positions,)] = taken
+    return acc
+
+
+def _take_masked(
+    acc: np.ndarray | None, block: np.ndarray, index: np.ndarray, start: int, axis: int
+) -> np.ndarray:
+    """Like :func:`_take_at` for index values known only now: pick those in this block."""
+    flat = index.reshape(-1)
+    positions = np.flatnonzero((flat >= start) & (flat < start + block.shape[axis]))
+    return _take_at(acc, block, index.shape, positions, flat[positions] - start, axis)
+
+
+def _empty_output(meta: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    return np.empty_like(meta, shape=shape)
+
+
+def _add_at(
+    acc: np.ndarray | None,
+    grad: np.ndarray,
+    positions: np.ndarray,
+    local: np.ndarray,
+    shape: tuple[int, ...],
+    axis: int,
+) -> np.ndarray:
+    """``acc`` (zeros at first) plus the rows of ``grad`` at flat index ``positions``, added
+    at ``local`` along ``axis``; duplicates accumulate (``np.add.at`` is unbuffered)."""
+    if acc is None:
+        acc = np.zeros_like(grad, shape=shape)
+    rows = np.take(grad.reshape((*shape[:axis], -1, *shape[axis + 1 :])), positions, axis=axis)
+    where: Any = (*(slice(None),) * axis, local)
+    np.add.at(acc, where, rows)
+    return acc
+
+
+def _add_masked(
+    acc: np.ndarray | None,
+    grad: np.ndarray,
+    index: np.ndarray,
+    start: int,
+    shape: tuple[int, ...],
+    axis: int,
+) -> np.ndarray:
+    flat = index.reshape(-1)
+    positions = np.flatnonzero((flat >= start) & (flat < start + shape[axis]))
+    return _add_at(acc, grad, positions, flat[positions] - start, shape, axis)
+
+
+def _zeros(meta: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    return np.zeros_like(meta, shape=shape)
+
+
+# Graph building.
+
+
+class _Index:
+    """The index blocks of a graph: NumPy slices checked now, or Dask blocks checked in it."""
+
+    def __init__(self, chunks: Chunks) -> None:
+        self.chunks = chunks
+        self.host: dict[tuple[int, ...], np.ndarray] = {}
+        self.layer: dict[Any, Any] = {}
+        self.dependencies: list[da.Array] = []
+        self.name = ""
+
+    @classmethod
+    def from_host(
+        cls, host: np.ndarray, chunks: Chunks, size: int, axis: int, opset: int
+    ) -> _Index:
+        check_host_bounds(host, size, axis, opset)
+        if host.size and host.min() < 0:
+            host = np.where(host < 0, host + size, host)
+        index = cls(chunks)
+        starts = [_offsets(c) for c in chunks]
+        for b in _blocks(chunks):
+            where = tuple(slice(s[i], s[i + 1]) for s, i in zip(starts, b, strict=True))
+            index.host[b] = np.asarray(host[where])
+        return index
+
+    @classmethod
+    def from_dask(
+        cls, indices: da.Array, chunks: Chunks, size: int, axis: int, opset: int
+    ) -> _Index:
+        """Each block is checked, the first bad index of all is raised, then blocks normalised."""
+        if indices.chunks != chunks:
+            indices = indices.rechunk(chunks)
+        index = cls(chunks)
+        index.dependencies.append(indices)
+        lo, hi = index_range(size, opset)
+        token = tokenize(indices, size, axis, opset)
+        check, verdict, index.name = (f"gather-{s}-{token}" for s in ("check", "verdict", "index"))
+        starts = [_offsets(c) for c in chunks]
+        found = []
+        for b in _blocks(chunks):
+            start = tuple(s[i] for s, i in zip(starts, b, strict=True))
+            source = TaskRef((indices.name, *b))
+            key: Any = (check, *b)
+            index.layer[key] = Task(key, _first_bad, source, lo, hi, start, indices.shape)
+            found.append(TaskRef(key))
+        shape = tuple(indices.shape)
+        index.layer[verdict] = Task(
+            verdict, _raise_first_bad, List(*found), shape, size, axis, opset
+        )
+        for b in _blocks(chunks):
+            key = (index.name, *b)
+            source = TaskRef((indices.name, *b))
+            index.layer[key] = Task(key, _normalized, source, TaskRef(verdict), size)
+        return index
+
+    def block(self, b: tuple[int, ...]) -> Any:
+        key: Any = (self.name, *b)
+        return self.host[b] if self.host else TaskRef(key)
+
+    def touched(self, b: tuple[int, ...], bounds: list[int]) -> list[tuple[int, Any, Any]]:
+        """(block along the axis, flat positions, local indices) for each block the indices
+        of block ``b`` fall in.
+
+        Positions are None when one block holds them all. Dask index values are unknown
+        here: then every block, with positions and local indices both None.
+        """
+        if not self.host:
+            return [(k, None, None) for k in range(len(bounds) - 1)]
+        flat = self.host[b].reshape(-1)
+        if flat.size == 0:
+            return []
+        which = np.searchsorted(bounds, flat, side="right") - 1
+        ks = np.unique(which)
+        if len(ks) == 1:
+            return [(int(ks[0]), None, flat - bounds[ks[0]])]
+        out = []
+        for k in ks:
+            positions = np.flatnonzero(which == k)
+            out.append((int(k), positions, flat[positions] - bounds[k]))
+        return out
+
+
+def _index(
+    indices: Any, host: np.ndarray | None, chunks: Chunks | None, size: int, axis: int, opset: int
+) -> _Index:
+    if host is not None:
+        assert chunks is not None
+        return _Index.from_host(host, chunks, size, axis, opset)
+    _require_known(indices.chunks, "indices")
+    return _Index.from_dask(indices, chunks or indices.chunks, size, axis, opset)
+
+
+def _host_chunks(shape: tuple[int, ...], rows: int) -> Chunks:
+    """Chunks for NumPy indices: at most ``rows`` indices per block, trailing dimensions whole
+    while they fit, so that an output block is about as large as a data block."""
+    chunks = []
+    budget = max(rows, 1)
+    for n in reversed(shape):
+        size = max(min(n, budget), 1)
+        budget = max(budget // size, 1)
+        chunks.append(normalize_chunks((size,), (n,))[0])
+    return tuple(reversed(chunks))
+
+
+def _chain(key: tuple[Any, ...], steps: list[tuple[Any, ...]], empty: tuple[Any, ...]) -> dict:
+    """The tasks of output block ``key``: ``steps`` folded into an accumulator.
+
+    Step n, ``(function, block key, *args)``, runs ``function(acc, block, *args)``, so each
+    task holds one input block; the last task is named ``key``. No steps: ``Task(*empty)``.
+    """
+    if not steps:
+        return {key: Task(key, *empty)}
+    tasks = {}
+    acc: Any = None
+    for n, (function, block, *args) in enumerate(steps):
+        step_key = key if n == len(steps) - 1 else (f"{key[0]}-step{n}", *key[1:])
+        tasks[step_key] = Task(step_key, function, acc, TaskRef(block), *args)
+        acc = TaskRef(step_key)
+    return tasks
+
+
+def _array(
+    name: str, layer: dict[Any, Any], source: da.Array, index: _Index, chunks: Chunks
+) -> da.Array:
+    # One layer holds the index checks too, as culling follows layer dependencies only.
+    deps: list[Any] = [source, *index.dependencies]
+    graph = HighLevelGraph.from_collections(name, {**index.layer, **layer}, dependencies=deps)
+    return da.Array(graph, name, chunks, meta=meta_from_array(source._meta, ndim=len(chunks)))
+
+
+def _block_shape(chunks: Chunks, b: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(c[i] for c, i in zip(chunks, b, strict=True))
+
+
+def gather(
+    data: da.Array, indices: Any, host: np.ndarray | None, axis: int, opset: int
+) -> da.Array:
+    """Lazy ``data`` gathered along ``axis``; NumPy ``host`` indices are checked now."""
+    _require_known((data.chunks[axis],), "data")
+    rows = max(data.chunks[axis], default=1)
+    chunks = _host_chunks(host.shape, rows) if host is not None else None
+    index = _index(indices, host, chunks, data.shape[axis], axis, opset)
+    bounds = _offsets(data.chunks[axis])
+    pre, post = data.chunks[:axis], data.chunks[axis + 1 :]
+    out_chunks = (*pre, *index.chunks, *post)
+    name = "gather-" + tokenize(data, host if host is not None else indices, axis, opset)
+    meta = meta_from_array(data._meta, ndim=len(out_chunks))
+    layer: dict[Any, Any] = {}
+    for ib in _blocks(index.chunks):
+        index_shape = _block_shape(index.chunks, ib)
+        touched = index.touched(ib, bounds)
+        for pb, qb in itertools.product(_blocks(pre), _blocks(post)):
+            steps = [
+                (_take_masked, (data.name, *pb, k, *qb), index.block(ib), bounds[k], axis)
+                if local is None
+                else (_take_at, (data.name, *pb, k, *qb), index_shape, positions, local, axis)
+                for k, positions, local in touched
+            ]
+            key = (name, *pb, *ib, *qb)
+            empty = (_empty_output, meta, _block_shape(out_chunks, (*pb, *ib, *qb)))
+            layer.update(_chain(key, steps, empty))
+    return _array(name, layer, data, index, out_chunks)
+
+
+def gather_grad(
+    shape: tuple[int, ...], indices: Any, host: np.ndarray | None, grad: da.Array, axis: int
+) -> da.Array:
+    """Lazy scatter-add of ``grad`` into zeros of ``shape``; NumPy indices are checked now."""
+    q = host.ndim if host is not None else indices.ndim
+    pre, post = grad.chunks[:axis], grad.chunks[axis + q :]
+    _require_known(grad.chunks[axis : axis + q], "grad")
+    index = _index(indices, host, grad.chunks[axis : axis + q], shape[axis], axis, 13)
+    out_chunks = normalize_chunks((*pre, "auto", *post), shape, dtype=grad.dtype)
+    bounds = _offsets(out_chunks[axis])
+    name = "gather-grad-" + tokenize(shape, host if host is not None else indices, grad, axis)
+    meta = meta_from_array(grad._meta, ndim=len(shape))
+    # The index blocks that add into each block along the axis.
+    adds: dict[int, list[tuple[tuple[int, ...], Any, Any]]] = {}
+    for ib in _blocks(index.chunks):
+        for k, positions, local in index.touched(ib, bounds):
+            if local is not None and positions is None:
+                positions = np.arange(local.size)
+            adds.setdefault(k, []).append((ib, positions, local))
+    layer: dict[Any, Any] = {}
+    for k in range(len(bounds) - 1):
+        for pb, qb in itertools.product(_blocks(pre), _blocks(post)):
+            key = (name, *pb, k, *qb)
+            block_shape = _block_shape(out_chunks, (*pb, k, *qb))
+            steps = [
+                (
+                    _add_masked,
+                    (grad.name, *pb, *ib, *qb),
+                    index.block(ib),
+                    bounds[k],
+                    block_shape,
+                    axis,
+                )
+                if local is None
+                else (_add_at, (grad.name, *pb, *ib, *qb), positions, local, block_shape, axis)
+                for ib, positions, local in adds.get(k, [])
+            ]
+            layer.update(_chain(key, steps, (_zeros, meta, block_shape)))
+    return _array(name, layer, grad, index, out_chunks)

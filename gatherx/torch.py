@@ -1,0 +1,95 @@
+"""PyTorch layer for ONNX Gather: `Gather`, an ``nn.Module`` around :func:`gatherx.gather`."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+import torch
+
+from ._api import gather
+from ._checks import check_opset
+from ._frameworks import host_indices
+
+__all__ = ["Gather"]
+
+
+class Gather(torch.nn.Module):
+    """ONNX ``Gather`` as a layer: ``forward(data, indices)`` is :func:`gatherx.gather`.
+
+    Differentiable in ``data`` (scatter-add backward, double backward, forward mode), usable
+    under ``torch.func`` transforms, ``torch.compile`` and ``torch.export``.
+
+    Parameters
+    ----------
+    axis : int, optional
+        The axis of ``data`` to gather on, in [-r, r-1]. Default 0.
+    opset : int, optional
+        The ONNX opset whose Gather to follow (negative indices need >= 11). Default 13.
+    indices : tensor, int or nested list of ints, optional
+        Fixed indices, kept as a buffer (so they follow ``.to(device)`` and ``state_dict``);
+        ``forward`` then takes ``data`` alone, which fits ``nn.Sequential``. Default: none,
+        and ``forward`` takes ``(data, indices)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``axis`` is not an int, or ``opset`` is not an int >= 1; ``forward`` raises what
+        :func:`gatherx.gather` raises, and ``TypeError`` when indices are missing or given
+        twice. Under ``torch.compile`` and ``torch.export`` out-of-bounds indices raise
+        ``RuntimeError`` from an in-graph assert instead of ``IndexError``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from gatherx.torch import Gather
+    >>> table = torch.nn.Parameter(torch.arange(6.0).reshape(3, 2))
+    >>> rows = Gather(axis=0)(table, torch.tensor([2, -1, 0]))
+    >>> rows.shape
+    torch.Size([3, 2])
+    >>> rows.sum().backward()
+    >>> table.grad
+    tensor([[1., 1.],
+            [0., 0.],
+            [2., 2.]])
+    >>> pick = torch.nn.Sequential(torch.nn.Identity(), Gather(axis=1, indices=[1, 0]))
+    >>> pick(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    tensor([[2., 1.],
+            [4., 3.]])
+    """
+
+    indices: torch.Tensor | None
+
+    def __init__(self, axis: int = 0, opset: int = 13, *, indices: Any = None) -> None:
+        super().__init__()
+        if isinstance(axis, bool):
+            msg = f"Gather: axis must be an int, got bool {axis!r}"
+            raise TypeError(msg)
+        try:
+            self.axis = operator.index(axis)
+        except TypeError:
+            msg = f"Gather: axis must be an int, got {type(axis).__name__} {axis!r}"
+            raise TypeError(msg) from None
+        self.opset = check_opset(opset)
+        fixed = indices
+        if indices is not None and not isinstance(indices, torch.Tensor):
+            # gather's own parsing: ints only, [] is an empty int64 list, not float
+            host = host_indices(indices, "torch", None)
+            fixed = torch.from_numpy(np.ascontiguousarray(host))
+        self.register_buffer("indices", fixed)
+
+    def forward(self, data: torch.Tensor, indices: Any = None) -> torch.Tensor:
+        """Gather ``data`` at ``indices`` (or at the fixed indices) along ``self.axis``."""
+        if indices is None and self.indices is None:
+            msg = "Gather: forward needs indices (none were fixed at construction)"
+            raise TypeError(msg)
+        if indices is not None and self.indices is not None:
+            msg = "Gather: indices were fixed at construction; forward takes data alone"
+            raise TypeError(msg)
+        chosen = self.indices if indices is None else indices
+        return gather(data, chosen, axis=self.axis, opset=self.opset)
+
+    def extra_repr(self) -> str:
+        fixed = "" if self.indices is None else f", indices={tuple(self.indices.shape)}"
+        return f"axis={self.axis}, opset={self.opset}{fixed}"

@@ -1,0 +1,252 @@
+"""Dask arrays: lazy gather and gather_grad, checked against NumPy, with compute counting."""
+
+from __future__ import annotations
+
+import re
+import threading
+import tracemalloc
+
+import numpy as np
+import pytest
+from support import need
+
+import gatherx
+
+dask = need("dask")
+da = need("dask.array")
+
+RNG = np.random.default_rng(20240611)
+DATA = RNG.standard_normal((7, 10, 3))
+
+# Chunkings of DATA: one block, blocks along every axis, irregular blocks.
+CHUNKS = [(7, 10, 3), (3, 4, 2), ((1, 4, 2), (5, 1, 4), (1, 2))]
+INDEX_SHAPES = [(), (5,), (2, 3), (0,), (4, 0)]
+
+
+def _forbidden(*args, **kwargs):
+    raise AssertionError("gatherx computed a Dask graph while only building one")
+
+
+def _indices(shape, size, dtype=np.int64):
+    return RNG.integers(-size, size, size=shape).astype(dtype)
+
+
+def _dask_indices(host):
+    return da.from_array(host, chunks=2) if host.ndim else da.from_array(host)
+
+
+@pytest.mark.parametrize("chunks", CHUNKS, ids=["one-block", "blocks", "irregular"])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("shape", INDEX_SHAPES, ids=str)
+@pytest.mark.parametrize("kind", ["numpy", "dask"])
+def test_gather_matches_numpy(chunks, axis, shape, kind):
+    data = da.from_array(DATA, chunks=chunks)
+    host = _indices(shape, DATA.shape[axis])
+    indices = host if kind == "numpy" else _dask_indices(host)
+    want = np.take(DATA, host, axis=axis)
+    with dask.config.set(scheduler=_forbidden):
+        out = gatherx.gather(data, indices, axis=axis)
+    assert isinstance(out, da.Array)
+    assert out.shape == want.shape
+    assert out.dtype == want.dtype
+    got = out.compute()
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("grad_chunks", [-1, 2, 1], ids=["one-block", "blocks-of-2", "blocks-of-1"])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("shape", INDEX_SHAPES, ids=str)
+@pytest.mark.parametrize("kind", ["numpy", "dask"])
+def test_gather_grad_matches_a_loop(grad_chunks, axis, shape, kind):
+    host = _indices(shape, DATA.shape[axis])
+    out_shape = np.take(DATA, host, axis=axis).shape
+    # Integer-valued float grads: every summation order gives the same exact sums.
+    grad_np = RNG.integers(-8, 8, size=out_shape).astype(np.float64)
+    grad = da.from_array(grad_np, chunks=grad_chunks)
+    indices = host if kind == "numpy" else _dask_indices(host)
+    norm = axis % DATA.ndim
+    want = np.zeros(DATA.shape)
+    moved = np.moveaxis(want, norm, 0)
+    g = grad_np.reshape((*DATA.shape[:norm], -1, *DATA.shape[norm + 1 :]))
+    for j, i in enumerate(np.where(host < 0, host + DATA.shape[norm], host).reshape(-1)):
+        moved[i] += np.take(g, j, axis=norm)
+    with dask.config.set(scheduler=_forbidden):
+        out = gatherx.gather_grad(DATA.shape, indices, grad, axis=axis)
+    assert isinstance(out, da.Array)
+    assert out.shape == DATA.shape
+    np.testing.assert_array_equal(out.compute(), want)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "dask"])
+def test_gather_grad_float_duplicates(kind):
+    host = np.array([[3, 3, -4], [0, 6, 3]])
+    grad_np = RNG.standard_normal((7, 2, 3, 3))
+    indices = host if kind == "numpy" else da.from_array(host, chunks=(1, 2))
+    out = gatherx.gather_grad(
+        DATA.shape, indices, da.from_array(grad_np, chunks=(3, 1, 2, 2)), axis=1
+    )
+    want = np.zeros(DATA.shape)
+    np.add.at(want, (slice(None), np.where(host < 0, host + 10, host)), grad_np)
+    np.testing.assert_allclose(out.compute(), want, rtol=1e-12, atol=1e-12)
+
+
+def test_dtypes_and_index_types():
+    words = np.array(["ab", "c", "def", "g", "hi"])
+    got = gatherx.gather(da.from_array(words, chunks=2), np.array([4, 0, -2], np.int32))
+    assert got.dtype == words.dtype
+    np.testing.assert_array_equal(got.compute(), words[[4, 0, 3]])
+    flags = np.array([[True, False], [False, False], [True, True]])
+    got = gatherx.gather(da.from_array(flags, chunks=1), [[2], [0]], axis=0)
+    np.testing.assert_array_equal(got.compute(), flags[[[2], [0]]])
+    ints = np.arange(12, dtype=np.int16).reshape(3, 4)
+    idx = da.from_array(np.array([3, -1, 0], np.int32), chunks=1)
+    got = gatherx.gather(da.from_array(ints, chunks=2), idx, axis=1)
+    np.testing.assert_array_equal(got.compute(), ints[:, [3, 3, 0]])
+
+
+class _CountingSource:
+    """A lazy array whose blocks are made from their block id, counted as they are made."""
+
+    def __init__(self, rows: int, cols: int, block_rows: int, dtype=np.float64) -> None:
+        self.rows, self.cols, self.block_rows, self.dtype = rows, cols, block_rows, dtype
+        self.made: list[int] = []
+        self._lock = threading.Lock()
+
+    def value(self, rows, cols):
+        return rows[..., None] * 1000.0 + cols
+
+    def _make(self, block_id=None):
+        start = block_id[0] * self.block_rows
+        with self._lock:
+            self.made.append(block_id[0])
+        rows = np.arange(start, min(start + self.block_rows, self.rows), dtype=np.float64)
+        return self.value(rows, np.arange(self.cols, dtype=np.float64)).astype(self.dtype)
+
+    def array(self):
+        n = -(-self.rows // self.block_rows)
+        sizes = (self.block_rows,) * (n - 1) + (self.rows - self.block_rows * (n - 1),)
+        return da.map_blocks(
+            self._make,
+            chunks=(sizes, (self.cols,)),
+            dtype=self.dtype,
+            meta=np.empty((0, 0), self.dtype),
+        )
+
+
+def test_reads_only_the_blocks_its_numpy_indices_touch():
+    source = _CountingSource(1000, 4, 100)
+    idx = np.array([[5, 999, -1], [250, 251, 5]])
+    with dask.config.set(scheduler=_forbidden):
+        out = gatherx.gather(source.array(), idx)
+    assert source.made == []
+    got = out.compute()
+    np.testing.assert_array_equal(
+        got, source.value(np.where(idx < 0, idx + 1000, idx), np.arange(4.0))
+    )
+    # Rows 5, 250/251 and 999 live in blocks 0, 2 and 9; each is read once.
+    assert sorted(source.made) == [0, 2, 9]
+
+
+def test_dask_indices_stay_lazy_too():
+    source = _CountingSource(60, 3, 10)
+    computed = []
+    idx_np = np.array([59, 0, 13, 13])
+    indices = da.from_array(idx_np, chunks=2).map_blocks(
+        lambda b: computed.append(b.size) or b, dtype=idx_np.dtype, meta=idx_np[:0]
+    )
+    with dask.config.set(scheduler=_forbidden):
+        out = gatherx.gather(source.array(), indices)
+        grad = gatherx.gather_grad((60, 3), indices, da.ones((4, 3), chunks=2))
+    assert source.made == []
+    assert computed == []
+    np.testing.assert_array_equal(out.compute(), source.value(idx_np, np.arange(3.0)))
+    want = np.zeros((60, 3))
+    np.add.at(want, idx_np, 1.0)
+    np.testing.assert_array_equal(grad.compute(), want)
+    assert sum(computed) == 2 * idx_np.size  # each index block read once per compute
+
+
+def test_gather_larger_than_memory():
+    """An 8 TiB lazy array (far beyond this machine's 24 GiB): only the touched blocks are made."""
+    rows, cols, block = 2**32, 256, 2**12
+    source = _CountingSource(rows, cols, block)
+    data = source.array()
+    assert data.nbytes == 8 * 2**40
+    idx = RNG.integers(-rows, rows, size=(4, 16))
+    with dask.config.set(scheduler=_forbidden):
+        out = gatherx.gather(data, idx)
+    tracemalloc.start()
+    try:
+        got = out.compute()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    rows_read = np.where(idx < 0, idx + rows, idx)
+    np.testing.assert_array_equal(got, source.value(rows_read, np.arange(cols, dtype=np.float64)))
+    assert sorted(source.made) == sorted(set((rows_read // block).reshape(-1).tolist()))
+    # 64 blocks of 8 MiB are made, a few at a time; nothing near the 8 TiB.
+    assert peak < 256 * 2**20, f"peak traced memory {peak / 2**20:.0f} MiB"
+
+
+RANGE = "of indices must be within the inclusive range"
+OOB_CASES = [
+    # indices, axis, opset, message (the eager one, position in the whole index array)
+    ([1, 2, 9, 7, -9], 0, 13, f"idx=9 at position (2,) {RANGE} [-7,6] for axis 0 of size 7"),
+    (
+        [[0, 1, 2], [3, 4, 10]],
+        1,
+        13,
+        f"idx=10 at position (1, 2) {RANGE} [-10,9] for axis 1 of size 10",
+    ),
+    (
+        [0, 2, -1, -2],
+        -1,
+        10,
+        f"idx=-1 at position (2,) {RANGE} [0,2] for axis 2 of size 3 "
+        "(negative indices need opset >= 11)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("indices", "axis", "opset", "message"), OOB_CASES)
+def test_out_of_bounds_numpy_indices_raise_at_once(indices, axis, opset, message):
+    data = da.from_array(DATA, chunks=2)
+    expected = "gather: indices element out of data bounds, " + message
+    with pytest.raises(IndexError) as eager:
+        gatherx.gather(DATA, np.array(indices), axis=axis, opset=opset)
+    assert str(eager.value) == expected
+    with pytest.raises(IndexError, match=re.escape(expected) + "$"):
+        gatherx.gather(data, np.array(indices), axis=axis, opset=opset)
+
+
+@pytest.mark.parametrize(("indices", "axis", "opset", "message"), OOB_CASES)
+def test_out_of_bounds_dask_indices_raise_at_compute(indices, axis, opset, message):
+    data = da.from_array(DATA, chunks=2)
+    expected = "gather: indices element out of data bounds, " + message
+    indices = da.from_array(np.array(indices), chunks=1)  # the bad ones sit in later blocks
+    with dask.config.set(scheduler=_forbidden):
+        out = gatherx.gather(data, indices, axis=axis, opset=opset)
+    with pytest.raises(IndexError, match=re.escape(expected) + "$"):
+        out.compute()
+    # Any single output block reports the same first bad index.
+    with pytest.raises(IndexError, match=re.escape(expected) + "$"):
+        out.blocks[(0,) * out.ndim].compute()
+
+
+def test_gather_grad_out_of_bounds():
+    grad = da.ones((3, 2), chunks=1)
+    expected = (
+        "gather: indices element out of data bounds, idx=-5 at position (2,) of indices must "
+        "be within the inclusive range [-4,3] for axis 0 of size 4"
+    )
+    with pytest.raises(IndexError, match=re.escape(expected) + "$"):
+        gatherx.gather_grad((4, 2), np.array([0, 3, -5]), grad)
+    out = gatherx.gather_grad((4, 2), da.from_array(np.array([0, 3, -5]), chunks=1), grad)
+    with pytest.raises(IndexError, match=re.escape(expected) + "$"):
+        out.compute()
+
+
+def test_mixed_frameworks_are_refused():
+    with pytest.raises(TypeError, match="indices are a dask"):
+        gatherx.gather(DATA, da.from_array(np.array([0, 1])))

@@ -1,0 +1,201 @@
+"""gather_grad on every backend against np.add.at on host copies; its derivatives in torch, JAX."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support import Backend, assert_same, need, to_numpy
+
+import gatherx
+
+# (shape, indices, axis): duplicates, negatives (-1 and s-1 on one slice), scalar and 3-D
+# indices, negative axes and zero-size dims.
+CASES = [
+    ((5, 3), [0, 4, -1, 4, -5, 2], 0),
+    ((4, 6), [[1, -1], [5, 1]], -1),
+    ((3, 5, 2), [[[0, 0], [4, -1]], [[-5, 2], [1, 0]]], 1),
+    ((4, 3, 2), 2, -3),
+    ((4, 3), -1, 1),
+    ((3, 0), [2, 0, -1], 0),
+    ((0, 3), np.zeros((0,), np.int64), 0),
+    ((4, 2), np.zeros((2, 0), np.int64), 0),
+]
+IDS = [
+    "dup-neg",
+    "2d-neg-axis",
+    "3d-idx",
+    "scalar",
+    "scalar-neg",
+    "zero-cols",
+    "empty-axis",
+    "no-idx",
+]
+# Narrow ints too: the array-API standard's sum widens them unless told the dtype.
+GRAD_DTYPES = ["float32", "float64", "int8", "uint8", "int32", "int64", "complex64"]
+
+
+def _oracle(shape: tuple[int, ...], idx: np.ndarray, grad: np.ndarray, axis: int) -> np.ndarray:
+    """Zeros of ``shape`` with ``grad`` added at ``idx`` by np.add.at (wide type, then cast)."""
+    axis %= len(shape)
+    wide = (
+        np.complex128
+        if grad.dtype.kind == "c"
+        else np.float64
+        if grad.dtype.kind == "f"
+        else np.int64
+    )
+    out = np.zeros(shape, wide)
+    flat = np.asarray(idx).reshape(-1)
+    flat = np.where(flat < 0, flat + shape[axis], flat)
+    g = grad.astype(wide).reshape((*shape[:axis], flat.size, *shape[axis + 1 :]))
+    np.add.at(np.moveaxis(out, axis, 0), flat, np.moveaxis(g, axis, 0))
+    return out.astype(grad.dtype)
+
+
+def _grad_shape(shape: tuple[int, ...], idx: np.ndarray, axis: int) -> tuple[int, ...]:
+    axis %= len(shape)
+    return (*shape[:axis], *np.shape(idx), *shape[axis + 1 :])
+
+
+def _integers(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+    """Small integers: exact in every dtype and under any summation order."""
+    return np.random.default_rng(seed).integers(-8, 9, shape)
+
+
+def _native(xp, backend: Backend, a: np.ndarray):
+    return a if backend is Backend.NUMPY else xp.asarray(a)
+
+
+@pytest.mark.parametrize(("shape", "indices", "axis"), CASES, ids=IDS)
+@pytest.mark.parametrize("index_kind", ["int32", "int64", "host"])
+def test_matches_add_at(xp, backend, shape, indices, axis, index_kind) -> None:
+    idx = np.asarray(indices)
+    grad_np = _integers(_grad_shape(shape, idx, axis)).astype(np.float32)
+    grad = _native(xp, backend, grad_np)
+    index = idx.tolist() if index_kind == "host" else _native(xp, backend, idx.astype(index_kind))
+    got = gatherx.gather_grad(shape, index, grad, axis=axis)
+    assert_same(got, _oracle(shape, idx, grad_np, axis), like=grad)
+
+
+@pytest.mark.parametrize("dtype", GRAD_DTYPES)
+def test_keeps_grad_dtype(xp, backend, dtype) -> None:
+    shape, idx, axis = (3, 4), np.array([[3, -1], [0, 0], [1, 2]]), -1
+    values = _integers(_grad_shape(shape, idx, axis), 1)
+    values = np.abs(values) if np.dtype(dtype).kind == "u" else values
+    grad = _native(xp, backend, values.astype(dtype))
+    # JAX without x64 makes 32-bit arrays of 64-bit requests: the grad's own dtype is the
+    # expectation either way.
+    grad_np = to_numpy(grad)
+    got = gatherx.gather_grad(shape, _native(xp, backend, idx), grad, axis=axis)
+    assert_same(got, _oracle(shape, idx, grad_np, axis), like=grad)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_keeps_dtype(backend, dtype) -> None:
+    if backend is Backend.ARRAY_API_STRICT:
+        pytest.skip(f"array-api-strict has no {dtype} (the standard defines none)")
+    ml_dtypes = need("ml_dtypes")
+    np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.float16
+    shape, idx = (3, 2), np.array([2, -1, 0, 2])
+    grad_np = _integers((4, 2), 2).astype(np_dtype)
+    if backend is Backend.NUMPY:
+        grad = grad_np
+    elif backend is Backend.TORCH:
+        torch = need("torch")
+        grad = torch.tensor(grad_np.astype(np.float32), dtype=getattr(torch, dtype))
+    else:
+        grad = need("jax.numpy").asarray(grad_np)
+    got = gatherx.gather_grad(shape, idx, grad)
+    assert_same(got, _oracle(shape, idx, grad_np, 0), like=grad)
+
+
+def test_many_duplicates_and_all_slices(xp, backend) -> None:
+    rng = np.random.default_rng(3)
+    shape, axis = (7, 5, 3), 1
+    idx = rng.integers(-5, 5, (40,))
+    grad_np = _integers(_grad_shape(shape, idx, axis), 4).astype(np.float32)
+    got = gatherx.gather_grad(
+        shape, _native(xp, backend, idx), _native(xp, backend, grad_np), axis=axis
+    )
+    assert_same(got, _oracle(shape, idx, grad_np, axis))
+
+
+def test_wrong_grad_shape_is_value_error(xp, backend) -> None:
+    grad = _native(xp, backend, np.ones((3, 3), np.float32))
+    with pytest.raises(ValueError, match=r"grad has shape \(3, 3\)"):
+        gatherx.gather_grad((4, 2), [0, 1, 2], grad)
+
+
+@pytest.mark.parametrize("bad", [4, -5])
+@pytest.mark.parametrize("index_kind", ["native", "host"])
+def test_out_of_bounds_is_index_error(xp, backend, bad, index_kind) -> None:
+    idx = np.array([0, bad, 1])
+    index = _native(xp, backend, idx) if index_kind == "native" else idx
+    grad = _native(xp, backend, np.ones((3, 2), np.float32))
+    with pytest.raises(IndexError, match=rf"idx={bad} at position \(1,\)"):
+        gatherx.gather_grad((4, 2), index, grad)
+
+
+def test_float_indices_are_type_error(xp, backend) -> None:
+    grad = _native(xp, backend, np.ones((2, 2), np.float32))
+    with pytest.raises(TypeError, match="int32 or int64"):
+        gatherx.gather_grad((4, 2), _native(xp, backend, np.array([0.0, 1.0], np.float32)), grad)
+
+
+def test_bool_grad_is_type_error(xp, backend) -> None:
+    grad = _native(xp, backend, np.ones((2, 2), bool))
+    with pytest.raises(TypeError, match="numeric dtype, got bool"):
+        gatherx.gather_grad((4, 2), [0, 1], grad)
+
+
+def test_string_grad_and_non_arrays_are_type_errors() -> None:
+    with pytest.raises(TypeError, match="numeric dtype, got string"):
+        gatherx.gather_grad((2,), [0, 1], np.array(["a", "b"]))
+    with pytest.raises(TypeError, match="grad must be an array"):
+        gatherx.gather_grad((2,), [0, 1], [1.0, 2.0])
+
+
+# gradcheck's batched-grad check goes through a torch.jit.script helper that warns.
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_torch_gather_grad_is_differentiable() -> None:
+    torch = need("torch")
+    shape, idx, axis = (4, 3), np.array([[1, -1], [3, 1]]), 0
+    grad = torch.tensor(np.random.default_rng(5).standard_normal((2, 2, 3)), requires_grad=True)
+    index = torch.as_tensor(idx)
+    fn = lambda g: gatherx.gather_grad(shape, index, g, axis=axis)  # noqa: E731
+    cot = np.random.default_rng(6).standard_normal(shape)
+    (got,) = torch.autograd.grad(fn(grad), grad, torch.as_tensor(cot))
+    # The transpose of a scatter-add is a gather of the cotangent.
+    assert_same(got, np.take(cot, idx, axis=axis), like=grad)
+    assert torch.autograd.gradcheck(fn, (grad,), check_forward_ad=True, check_batched_grad=True)
+    assert torch.autograd.gradgradcheck(fn, (grad,))
+
+
+def test_jax_gather_grad_is_differentiable() -> None:
+    jax = need("jax")
+    jnp = need("jax.numpy")
+    test_util = need("jax.test_util")
+    dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
+    shape, idx, axis = (3, 4), np.array([[1, -1], [3, 1]]), 1
+    rng = np.random.default_rng(7)
+    grad = rng.standard_normal((3, 2, 2)).astype(dtype)
+    fn = lambda g: gatherx.gather_grad(shape, jnp.asarray(idx), g, axis=axis)  # noqa: E731
+    cot = rng.standard_normal(shape).astype(dtype)
+    _, vjp = jax.vjp(fn, jnp.asarray(grad))
+    tol = {"rtol": 1e-6, "atol": 1e-6}
+    assert_same(vjp(jnp.asarray(cot))[0], np.take(cot, idx, axis=axis), exact=False, **tol)
+    _, t_out = jax.jvp(fn, (jnp.asarray(grad),), (jnp.asarray(grad),))
+    assert_same(t_out, _oracle(shape, idx, grad, axis), exact=False, **tol)
+    native = lambda g: jnp.zeros(shape, g.dtype).at[:, idx].add(g)  # noqa: E731
+    for jac in (jax.jacrev, jax.jacfwd):
+        got = jax.jit(jac(fn))(jnp.asarray(grad))
+        assert_same(got, to_numpy(jac(native)(jnp.asarray(grad))))
+    # check_grads hands NumPy arrays to the finite differences: move them to JAX first.
+    test_util.check_grads(lambda g: fn(jnp.asarray(g)), (grad,), order=2, modes=("fwd", "rev"))
+    # Under jit the indices are traced: vmap over them, one gradient per index row.
+    rows = np.array([[0, 2], [-1, -1], [1, -3]])
+    grads = rng.standard_normal((3, 3, 2)).astype(dtype)
+    batched = jax.jit(jax.vmap(lambda i, g: gatherx.gather_grad(shape, i, g, axis=axis)))
+    got = batched(jnp.asarray(rows), jnp.asarray(grads))
+    expected = np.stack([_oracle(shape, r, g, axis) for r, g in zip(rows, grads, strict=True)])
+    assert_same(got, expected, exact=False, **tol)

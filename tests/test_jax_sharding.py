@@ -1,0 +1,135 @@
+"""JAX sharding: gather and its gradients under jit on 4 devices, Auto and Explicit meshes.
+
+XLA makes 4 host CPU devices only when ``XLA_FLAGS`` asks before JAX starts; the nox
+``distributed`` session sets it. Elsewhere this file reruns itself in a fresh interpreter that
+sets it, so the checks run in every session that has JAX.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from support import need
+
+import gatherx
+
+jax = need("jax")
+jnp = need("jax.numpy")
+sharding = need("jax.sharding")
+P, NamedSharding, AxisType = sharding.PartitionSpec, sharding.NamedSharding, sharding.AxisType
+
+DEVICE_FLAG = "--xla_force_host_platform_device_count=4"
+
+
+def _four_devices():
+    for devices in (jax.devices(), jax.devices("cpu")):
+        if len(devices) >= 4:
+            return devices[:4]
+    return None
+
+
+DEVICES = _four_devices()
+
+
+if DEVICES is None:
+
+    def test_sharding_in_a_fresh_interpreter_with_four_devices():
+        env = dict(os.environ)
+        env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {DEVICE_FLAG}".strip()
+        env["GATHERX_REQUIRE"] = ",".join(filter(None, [env.get("GATHERX_REQUIRE"), "jax"]))
+        here = Path(__file__).resolve()
+        args = [sys.executable, "-m", "pytest", str(here), "-q", "-p", "no:cacheprovider"]
+        run = subprocess.run(
+            args, cwd=here.parents[1], env=env, capture_output=True, text=True, timeout=300
+        )
+        report = run.stdout[-4000:] + run.stderr[-2000:]
+        assert run.returncode == 0, report
+        summary = run.stdout.strip().splitlines()[-1]
+        assert re.search(r"\b\d+ passed\b", summary), report
+        assert "skipped" not in summary, report
+
+else:
+    X64 = bool(jax.config.jax_enable_x64)
+    INT = np.int64 if X64 else np.int32
+    DATA = np.arange(48, dtype=np.float32).reshape(8, 6) - 20.0
+    INDICES = np.array([[0, 5, 3, 3], [2, 2, -1, -6]])  # valid on both axes, duplicates
+
+    # (data sharding, indices sharding, axis, Explicit-mode output sharding by the rule that
+    # gatherx._jax_sharding documents: dimensions off the axis keep the data's sharding,
+    # index dimensions the indices' less mesh axes already used, the gathered axis's mesh
+    # axes are dropped).
+    CASES = [
+        (P("x", None), P(), 0, P(None, None, None)),  # sharded along the axis
+        (P(None, "y"), P(), 0, P(None, None, "y")),  # sharded across the axis
+        (P("x", "y"), P(), 1, P("x", None, None)),  # along and across
+        (P(("x", "y"), None), P("y", None), 0, P("y", None, None)),  # two mesh axes along
+        (P("x", None), P(None, "x"), 1, P("x", None, None)),  # 'x' taken by the data already
+        (P(None, "y"), P("y", "x"), 0, P(None, "x", "y")),  # sharded indices
+        (P(None, None), P(None, "x"), 1, P(None, None, "x")),  # replicated data
+    ]
+    IDS = ["along", "across", "both", "two-axes", "shared-axis", "sharded-index", "replicated"]
+
+    def _mesh(axis_type):
+        return jax.make_mesh((2, 2), ("x", "y"), axis_types=(axis_type,) * 2, devices=DEVICES)
+
+    def _oracles(axis, cot):
+        idx = np.where(INDICES < 0, INDICES + DATA.shape[axis], INDICES)
+        grad = np.zeros_like(DATA)
+        q = INDICES.ndim
+        np.add.at(
+            np.moveaxis(grad, axis, 0), idx, np.moveaxis(cot, range(axis, axis + q), range(q))
+        )
+        return np.take(DATA, idx, axis=axis), grad
+
+    def _run(mesh, data_spec, index_spec, axis):
+        cot_shape = np.take(DATA, INDICES, axis=axis).shape
+        # Integer-valued cotangents: every summation order gives exactly the same sums.
+        cot = np.random.default_rng(axis).integers(-9, 9, cot_shape).astype(np.float32)
+        with jax.set_mesh(mesh):
+            data = jax.device_put(DATA, NamedSharding(mesh, data_spec))
+            indices = jax.device_put(INDICES.astype(INT), NamedSharding(mesh, index_spec))
+            out = jax.jit(lambda d, i: gatherx.gather(d, i, axis=axis))(data, indices)
+            w = jax.device_put(cot, out.sharding)
+
+            def loss(d, i, w):
+                return jnp.sum(w * gatherx.gather(d, i, axis=axis))
+
+            grad = jax.jit(jax.grad(loss))(data, indices, w)
+            grad_fn = jax.jit(lambda i, w: gatherx.gather_grad(DATA.shape, i, w, axis=axis))
+            scattered = grad_fn(indices, w)
+        return cot, out, grad, scattered
+
+    def _check(cot, out, grad, scattered, axis):
+        want, want_grad = _oracles(axis, cot)
+        assert len(out.sharding.device_set) == 4
+        np.testing.assert_array_equal(np.asarray(out), want)
+        np.testing.assert_array_equal(np.asarray(grad), want_grad)
+        np.testing.assert_array_equal(np.asarray(scattered), want_grad)
+
+    @pytest.mark.parametrize(("data_spec", "index_spec", "axis", "explicit_spec"), CASES, ids=IDS)
+    def test_auto_mesh(data_spec, index_spec, axis, explicit_spec):
+        _check(*_run(_mesh(AxisType.Auto), data_spec, index_spec, axis), axis)
+
+    # Every case here shards the gathered axis, the indices or the gather's output (and so
+    # gather_grad's input), which JAX's Explicit mode refuses without an output sharding.
+    EXPLICIT = [pytest.param(*case, id=name) for case, name in zip(CASES, IDS, strict=True)]
+
+    def _padded(spec, ndim):
+        return tuple(spec) + (None,) * (ndim - len(spec))
+
+    @pytest.mark.parametrize(("data_spec", "index_spec", "axis", "explicit_spec"), EXPLICIT)
+    def test_explicit_mesh(data_spec, index_spec, axis, explicit_spec):
+        cot, out, grad, scattered = _run(_mesh(AxisType.Explicit), data_spec, index_spec, axis)
+        _check(cot, out, grad, scattered, axis)
+        assert _padded(jax.typeof(out).sharding.spec, out.ndim) == _padded(explicit_spec, out.ndim)
+        # The gradient has the data's sharding; gather_grad's scatter replicates the axis.
+        assert _padded(jax.typeof(grad).sharding.spec, 2) == _padded(data_spec, 2)
+        spec = _padded(explicit_spec, out.ndim)
+        want = (*spec[:axis], None, *spec[axis + INDICES.ndim :])
+        assert _padded(jax.typeof(scattered).sharding.spec, 2) == want

@@ -1,0 +1,140 @@
+"""gatherx.gather under torch.compile (eager, aot_eager, inductor; static and dynamic) and export.
+
+Out-of-bounds indices under compile and export surface as ``RuntimeError`` (from the in-graph
+``torch._assert_async``; on CUDA a device-side assert), not the eager ``IndexError``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support import need
+
+torch = need("torch")
+
+# torch's own deprecations, not gatherx's: Dynamo instantiates autograd.Function classes while
+# tracing them, and inductor and the jvp decompositions import through torch.jit.script.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:.*should not be instantiated:DeprecationWarning:torch"),
+    pytest.mark.filterwarnings("ignore:`torch.jit.script:DeprecationWarning"),
+]
+
+from torch._dynamo.testing import CompileCounterWithBackend  # noqa: E402
+
+import gatherx  # noqa: E402
+from gatherx.torch import Gather  # noqa: E402
+
+OOB = r"out of data bounds: indices must be within the inclusive range \[-s,s-1\] for axis 1"
+
+
+def _loss(x: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+    return (gatherx.gather(x, i, axis=1).sin() ** 2).sum()
+
+
+def _native_loss(x: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+    return (x[:, i].sin() ** 2).sum()
+
+
+def _check_value_and_grad(compiled, rows: int, cols: int, i: torch.Tensor) -> None:
+    gen = torch.Generator().manual_seed(rows * 100 + cols)
+    x = torch.randn(rows, cols, generator=gen, requires_grad=True)
+    x_ref = x.detach().clone().requires_grad_()
+    loss, loss_ref = compiled(x, i), _native_loss(x_ref, i)
+    loss.backward()
+    loss_ref.backward()
+    torch.testing.assert_close(loss, loss_ref)
+    torch.testing.assert_close(x.grad, x_ref.grad)
+
+
+# Every size varies (none is 0 or 1, which Dynamo specialises); duplicates and negatives.
+SHAPES = [
+    (3, 5, torch.tensor([[0, -1], [4, 4]])),
+    (4, 7, torch.tensor([[6, 6, -1], [-7, 0, 3], [2, 5, -2]])),
+]
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    """Dynamo caches compiled frames per code object; each test starts from none."""
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _compile(compiler: str, dynamic: bool):
+    counter = CompileCounterWithBackend(compiler)
+    return torch.compile(_loss, backend=counter, fullgraph=True, dynamic=dynamic), counter
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("compiler", ["eager", "aot_eager"])
+def test_compile_forward_backward(compiler, dynamic):
+    fn, counter = _compile(compiler, dynamic)
+    for rows, cols, i in SHAPES:
+        _check_value_and_grad(fn, rows, cols, i)
+    if dynamic:
+        # One graph for all shapes: the bounds message must not specialise the axis size.
+        assert counter.frame_count == 1
+
+
+@pytest.mark.parametrize("compiler", ["eager", "aot_eager"])
+def test_compile_out_of_bounds_raises(compiler):
+    fn, _ = _compile(compiler, True)
+    x = torch.randn(3, 5, requires_grad=True)
+    for bad in (torch.tensor([[0, 5]]), torch.tensor([-6])):
+        with pytest.raises(RuntimeError, match=OOB):
+            fn(x, bad)
+
+
+def test_compile_inductor_dynamic_forward_backward_and_bounds():
+    # The one inductor case (C++ codegen is slow on small CI machines): two shapes, one graph,
+    # and the bounds check survives inductor's lowering.
+    fn, counter = _compile("inductor", True)
+    for rows, cols, i in SHAPES:
+        _check_value_and_grad(fn, rows, cols, i)
+    assert counter.frame_count == 1
+    with pytest.raises(RuntimeError, match=OOB):
+        fn(torch.randn(4, 7, requires_grad=True), torch.tensor([[1, 7], [0, 0]]))
+
+
+def test_compile_vmap_over_indices_checks_bounds():
+    x = torch.randn(5, 3)
+    fn = torch.compile(torch.func.vmap(lambda i: gatherx.gather(x, i)), backend="aot_eager",
+                       fullgraph=True)  # fmt: skip
+    i = torch.tensor([[0, -1], [4, 2], [-5, 3]])
+    torch.testing.assert_close(fn(i), x[i], rtol=0, atol=0)
+    with pytest.raises(RuntimeError, match="out of data bounds"):
+        fn(torch.tensor([[0, 1], [5, 2], [0, 0]]))
+
+
+def test_compile_module_with_int32_indices_opset_10():
+    layer = Gather(axis=0, opset=10)
+    fn = torch.compile(layer, backend="eager", fullgraph=True)
+    x = torch.randn(4, 2)
+    i = torch.tensor([3, 0, 3], dtype=torch.int32)
+    torch.testing.assert_close(fn(x, i), x[i.long()], rtol=0, atol=0)
+    with pytest.raises(RuntimeError, match=r"range \[0,s-1\] for axis 0"):
+        fn(x, torch.tensor([-1, 0, 0], dtype=torch.int32))
+
+
+class _Model(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gather = Gather(axis=1)
+
+    def forward(self, x: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+        return self.gather(x, i) * 2 + gatherx.gather(x, [0, -1], axis=0).sum()
+
+
+def test_export_static_and_dynamic():
+    x, i = torch.randn(3, 5), torch.tensor([[0, -1], [4, 4]])
+    auto = torch.export.Dim.AUTO
+    for shapes in (None, ({0: auto, 1: auto}, {0: auto, 1: auto})):
+        program = torch.export.export(_Model(), (x, i), dynamic_shapes=shapes)
+        module = program.module()
+        expected = x[:, i] * 2 + x[[0, -1]].sum()
+        torch.testing.assert_close(module(x, i), expected, rtol=0, atol=0)
+        with pytest.raises(RuntimeError, match=OOB):
+            module(x, torch.tensor([[0, 5], [1, 1]]))
+    # The dynamic program takes other sizes.
+    y, j = torch.randn(4, 7), torch.tensor([[6, -7, 1]])
+    torch.testing.assert_close(module(y, j), y[:, j] * 2 + y[[0, -1]].sum(), rtol=0, atol=0)
