@@ -1,4 +1,4 @@
-"""Reference cases: the official ONNX Gather node tests (via the ``onnx`` package), spec examples."""
+"""Reference cases: the official ONNX Gather node tests and the spec's worked examples."""
 
 from __future__ import annotations
 
