@@ -59,12 +59,19 @@ def normalize_axis(axis: object, rank: int) -> int:
     return operator.index(axis) % rank
 
 
+_NUMPY_NAMES: dict[np.dtype, str] = {}
+
+
 def dtype_name(dtype: object) -> str:
     """The backend-neutral name of a dtype: ``float32``, ``bfloat16``, ``string``, ..."""
     if isinstance(dtype, np.dtype):
-        if dtype.kind in "USO":
-            return "string"
-        return dtype.name
+        # np.dtype.name is computed in Python on every access (~2 us): remember it.
+        name = _NUMPY_NAMES.get(dtype)
+        if name is None:
+            name = "string" if dtype.kind in "USO" else dtype.name
+            if len(_NUMPY_NAMES) < 1024:
+                _NUMPY_NAMES[dtype] = name
+        return name
     name = str(dtype)
     # torch.float32 -> float32, dtype('float32') -> float32, array_api_strict.int64 -> int64
     return name.rpartition(".")[2].removeprefix("dtype('").removesuffix("')")

@@ -1,0 +1,266 @@
+"""Time the alternative formulations behind gatherx/_strategy.py, one backend section at a time.
+
+Usage: python benchmarks/strategies.py SECTION [--repeats N] [--threads N]
+with SECTION one of numpy-forward, numpy-grad, torch-forward, torch-backward, jax-forward,
+jax-vjp. Each prints, per shape, the median time of every formulation (interleaved rounds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from gatherx._bench import CASES, Case, fmt_time, interleaved, make_inputs
+
+#: The issue's cases plus shapes that separate the rules: tiny inner blocks, one outer row.
+EXTRA = (
+    Case("rows8", (4096, 8), (10000,), 0),
+    Case("post4", (256, 1024, 4), (512,), 1),
+    Case("pre1-mid", (1, 4096, 512), (1024,), 1),
+)
+SHAPES = (*CASES, *EXTRA)
+
+
+def three_d(c: Case) -> tuple[int, int, int]:
+    ax = c.ax
+    return (math.prod(c.data_shape[:ax]), c.data_shape[ax], math.prod(c.data_shape[ax + 1 :]))
+
+
+def section_numpy_forward(c: Case) -> dict[str, Callable[[], Any]]:
+    x = make_inputs(c)
+    d, i, ax = x.data, x.indices, c.ax
+    return {
+        "np.take": partial(np.take, d, i, axis=ax),
+        "ndarray.take": partial(d.take, i, axis=ax),
+        "take clip": partial(d.take, i, axis=ax, mode="clip"),
+        "fancy": lambda: d[x.key],
+    }
+
+
+def section_numpy_grad(c: Case) -> dict[str, Callable[[], Any]]:
+    import gatherx
+    from gatherx import _numpy_backend as nb
+
+    x = make_inputs(c)
+    i, g = x.indices, x.grad
+
+    def add_at() -> np.ndarray:
+        z = np.zeros(c.data_shape, g.dtype)
+        np.add.at(z, x.key, g)
+        return z
+
+    fns: dict[str, Callable[[], Any]] = {"np.add.at": add_at}
+    for plan in nb.GRAD_PLANS:
+        fns[plan] = partial(nb.grad_by_plan, plan, c.data_shape, i, g, c.ax)
+    fns["gatherx"] = partial(gatherx.gather_grad, c.data_shape, i, g, axis=c.axis)
+    return fns
+
+
+def section_torch_forward(c: Case) -> dict[str, Callable[[], Any]]:
+    import torch
+
+    x = make_inputs(c)
+    ax, (pre, s, post) = c.ax, three_d(c)
+    td = torch.from_numpy(x.data)
+    flat = torch.from_numpy(x.indices).reshape(-1)
+    flat32 = flat.int()
+    n = flat.numel()
+    shape = c.out_shape
+    d3, d2 = td.view(pre, s, post), td.view(pre, s * post)
+    fns = {
+        "index_select": lambda: torch.index_select(td, ax, flat).view(shape),
+        "index_select int32": lambda: torch.index_select(td, ax, flat32).view(shape),
+        "3-D index_select(1)": lambda: torch.index_select(d3, 1, flat).view(shape),
+        "3-D index_select(1) int32": lambda: torch.index_select(d3, 1, flat32).view(shape),
+        "3-D indexing": lambda: d3[:, flat].view(shape),
+        "rows flat": lambda: torch.index_select(
+            td.view(pre * s, post), 0, (torch.arange(0, pre * s, s)[:, None] + flat).view(-1)
+        ).view(shape),
+        "movedim indexing": lambda: torch.movedim(torch.movedim(td, ax, 0)[flat], 0, ax),
+    }
+    if pre == 1:
+        d2 = td.view(s, post)
+        fns["2-D index_select(0)"] = lambda: torch.index_select(d2, 0, flat).view(shape)
+        fns["embedding"] = lambda: torch.nn.functional.embedding(flat, d2).view(shape)
+    if post == 1:
+        d2 = td.view(pre, s)
+        fns["gather expand"] = lambda: torch.gather(d2, 1, flat.expand(pre, n)).view(shape)
+    return fns
+
+
+def section_torch_backward(c: Case) -> dict[str, Callable[[], Any]]:
+    import torch
+
+    x = make_inputs(c)
+    ax, (pre, s, post) = c.ax, three_d(c)
+    flat = torch.from_numpy(x.indices).reshape(-1)
+    flat32 = flat.int()
+    n = flat.numel()
+    g = torch.from_numpy(x.grad)
+    g3 = g.view(pre, n, post)
+    shape = c.data_shape
+    gshape = (*shape[:ax], n, *shape[ax + 1 :])
+
+    def index_add(index: torch.Tensor) -> torch.Tensor:
+        return g.new_zeros(shape).index_add_(ax, index, g.view(gshape))
+
+    def index_add_3d(index: torch.Tensor) -> torch.Tensor:
+        return g.new_zeros((pre, s, post)).index_add_(1, index, g3).view(shape)
+
+    def scatter_add() -> torch.Tensor:
+        idx = flat.view(1, n, 1).expand(pre, n, post)
+        return g.new_zeros((pre, s, post)).scatter_add_(1, idx, g3).view(shape)
+
+    def index_put() -> torch.Tensor:
+        out = g.new_zeros((s, pre, post))
+        return out.index_put_((flat,), g3.transpose(0, 1), accumulate=True).transpose(0, 1)
+
+    def sorted_add() -> torch.Tensor:
+        order = torch.argsort(flat, stable=True)
+        return g.new_zeros((pre, s, post)).index_add_(1, flat[order], g3[:, order]).view(shape)
+
+    fns = {
+        "index_add_": partial(index_add, flat),
+        "index_add_ int32": partial(index_add, flat32),
+        "3-D index_add_(1)": partial(index_add_3d, flat),
+        "3-D index_add_(1) int32": partial(index_add_3d, flat32),
+        "3-D scatter_add_": scatter_add,
+        "sorted 3-D index_add_": sorted_add,
+        "zeros only": lambda: g.new_zeros(shape),
+    }
+    if pre == 1:
+        fns["index_put_ accumulate"] = index_put
+        fns["embedding_backward"] = lambda: torch.ops.aten.embedding_dense_backward(
+            g.view(n, post), flat, s, -1, False
+        )
+    return fns
+
+
+def _lax_take(d: Any, i: Any, axis: int, mode: Any) -> Any:
+    from jax import lax
+
+    dnums = lax.GatherDimensionNumbers(
+        offset_dims=(*range(axis), *range(axis + i.ndim, d.ndim + i.ndim - 1)),
+        collapsed_slice_dims=(axis,),
+        start_index_map=(axis,),
+    )
+    sizes = (*d.shape[:axis], 1, *d.shape[axis + 1 :])
+    return lax.gather(d, i[..., None], dnums, sizes, mode=mode)
+
+
+def _jax_variants(c: Case) -> dict[str, Callable[[Any, Any], Any]]:
+    import jax.numpy as jnp
+    from jax import lax
+
+    ax, (pre, s, post) = c.ax, three_d(c)
+    fd, pib = lax.GatherScatterMode.FILL_OR_DROP, lax.GatherScatterMode.PROMISE_IN_BOUNDS
+    shape = c.out_shape
+
+    def in3d(mode: Any) -> Callable[[Any, Any], Any]:
+        return lambda d, i: _lax_take(d.reshape(pre, s, post), i.reshape(-1), 1, mode).reshape(
+            shape
+        )
+
+    return {
+        "jnp.take": lambda d, i: jnp.take(d, i, axis=ax),
+        "lax.gather fill": lambda d, i: _lax_take(d, i, ax, fd),
+        "lax.gather promise": lambda d, i: _lax_take(d, i, ax, pib),
+        "3-D lax.gather fill": in3d(fd),
+        "3-D lax.gather promise": in3d(pib),
+        "moveaxis lax.gather fill": lambda d, i: jnp.moveaxis(
+            _lax_take(jnp.moveaxis(d, ax, 0), i, 0, fd), tuple(range(i.ndim)),
+            tuple(range(ax, ax + i.ndim))),
+    }  # fmt: skip
+
+
+def section_jax_forward(c: Case) -> dict[str, Callable[[], Any]]:
+    import jax
+    import jax.numpy as jnp
+
+    x = make_inputs(c)
+    jd, ji = jnp.asarray(x.data), jnp.asarray(x.indices)
+    out = {}
+    for name, f in _jax_variants(c).items():
+        jf = jax.jit(f)
+        out[name] = lambda jf=jf: jf(jd, ji).block_until_ready()
+    return out
+
+
+def section_jax_vjp(c: Case) -> dict[str, Callable[[], Any]]:
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    x = make_inputs(c)
+    jd, ji, jg = jnp.asarray(x.data), jnp.asarray(x.indices), jnp.asarray(x.grad)
+    pre, s, post = three_d(c)
+    out = {}
+    for name, f in _jax_variants(c).items():
+        jf = jax.jit(lambda d, i, g, f=f: jax.vjp(lambda t: f(t, i), d)[1](g)[0])
+        out[name] = lambda jf=jf: jf(jd, ji, jg).block_until_ready()
+
+    def scatter(mode: Any, sort: bool) -> Callable[[Any, Any], Any]:
+        def f(i: Any, g: Any) -> Any:
+            flat = i.reshape(-1)
+            g3 = g.reshape(pre, flat.shape[0], post)
+            if sort:
+                order = jnp.argsort(flat)
+                flat, g3 = flat[order], g3[:, order]
+            dn = lax.ScatterDimensionNumbers(
+                update_window_dims=(0, 2), inserted_window_dims=(1,),
+                scatter_dims_to_operand_dims=(1,))  # fmt: skip
+            z = jnp.zeros((pre, s, post), g.dtype)
+            r = lax.scatter_add(z, flat[:, None], g3, dn, mode=mode, indices_are_sorted=sort)
+            return r.reshape(c.data_shape)
+
+        return f
+
+    for name, mode in (("fill", lax.GatherScatterMode.FILL_OR_DROP),
+                       ("promise", lax.GatherScatterMode.PROMISE_IN_BOUNDS)):  # fmt: skip
+        for sort in (False, True):
+            jf = jax.jit(scatter(mode, sort))
+            label = f"3-D scatter_add {name}{' sorted' if sort else ''}"
+            out[label] = lambda jf=jf: jf(ji, jg).block_until_ready()
+    return out
+
+
+SECTIONS = {
+    "numpy-forward": section_numpy_forward,
+    "numpy-grad": section_numpy_grad,
+    "torch-forward": section_torch_forward,
+    "torch-backward": section_torch_backward,
+    "jax-forward": section_jax_forward,
+    "jax-vjp": section_jax_vjp,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("section", choices=list(SECTIONS))
+    parser.add_argument("--repeats", type=int, default=11)
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    parser.add_argument("--cases", default=None, help="comma-separated shape names")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall")
+    args = parser.parse_args()
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    wanted = args.cases.split(",") if args.cases else [c.name for c in SHAPES]
+    for case in SHAPES:
+        if case.name not in wanted:
+            continue
+        fns = SECTIONS[args.section](case)
+        times = interleaved(fns, args.repeats, 2e-3, args.clock)
+        base = next(iter(times.values()))
+        cells = ", ".join(f"{k} {fmt_time(v)} ({v / base:.2f})" for k, v in times.items())
+        print(f"{case.name} {case.describe()} {three_d(case)}: {cells}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

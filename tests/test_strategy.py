@@ -1,0 +1,240 @@
+"""Every formulation gatherx/_strategy.py can pick computes Gather (or its VJP) exactly."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from support import need
+
+import gatherx
+from gatherx import _numpy_backend as nb
+from gatherx import _strategy as st
+
+# (data shape, indices, axis): no repeats, repeats, more than _ROUNDS repeats of one index,
+# negative indices, multi-dimensional indices, unit and empty dimensions.
+GRAD_CASES = [
+    ((6, 3), [4, 0, 5], 0),
+    ((6, 3), [1, 1, 5, 1, -1, 0], 0),
+    ((3, 7, 2), [[6, 0], [6, -1]], 1),
+    ((2, 4, 33), [3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 0, 3], 1),
+    ((5, 4, 1), [0, 3, -4, 2, 3], 1),
+    ((2, 3, 4), [-1, 0, 3, 3], 2),
+    ((4,), [3, 3, 0, -1, 2], 0),
+    ((3, 0), [2, 2], 0),
+    ((0, 3), np.zeros((0, 2), dtype=np.int64), 0),
+    ((2, 5, 3), np.zeros((0,), dtype=np.int64), 1),
+]
+
+
+def add_at(shape: tuple[int, ...], indices: np.ndarray, grad: np.ndarray, axis: int) -> np.ndarray:
+    out = np.zeros(shape, dtype=grad.dtype)
+    np.add.at(out, (slice(None),) * axis + (indices,), grad)
+    return out
+
+
+def grad_for(shape: tuple[int, ...], indices: np.ndarray, axis: int, dtype: str) -> np.ndarray:
+    out_shape = (*shape[:axis], *indices.shape, *shape[axis + 1 :])
+    rng = np.random.default_rng(len(out_shape) + indices.size)
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal(out_shape).astype(dtype)
+    return rng.integers(-50, 50, out_shape).astype(dtype)
+
+
+@pytest.mark.parametrize("plan", nb.GRAD_PLANS)
+@pytest.mark.parametrize(("shape", "indices", "axis"), GRAD_CASES)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8"])
+def test_numpy_grad_plan_matches_add_at(plan, shape, indices, axis, dtype):
+    idx = np.asarray(indices, dtype=np.int64)
+    grad = grad_for(shape, idx, axis, dtype)
+    got = nb.grad_by_plan(plan, shape, idx, grad, axis)
+    want = add_at(shape, idx, grad, axis)
+    assert got.dtype == want.dtype
+    assert got.shape == want.shape
+    # Every plan adds in order of occurrence, as np.add.at does: equal bits, not just close.
+    np.testing.assert_array_equal(got, want)
+
+
+def test_numpy_grad_plan_int32_indices_and_complex():
+    idx = np.array([[2, 0], [2, -3]], dtype=np.int32)
+    grad = (np.arange(2 * 2 * 2 * 5) * (1 + 1j)).reshape(2, 2, 2, 5).astype(np.complex64)
+    want = add_at((2, 3, 5), idx.astype(np.int64), grad, 1)
+    for plan in nb.GRAD_PLANS:
+        np.testing.assert_array_equal(nb.grad_by_plan(plan, (2, 3, 5), idx, grad, 1), want)
+
+
+def test_numpy_grad_unknown_plan():
+    with pytest.raises(ValueError, match="unknown gather_grad plan"):
+        nb.grad_by_plan("scatter", (3,), np.array([0]), np.ones(1), 0)
+
+
+# Shapes on which the automatic choice takes each branch of numpy_grad_plan.
+BRANCHES = [
+    ("add.at", (5, 4), np.array([[0, 1], [1, 2]]), 0),
+    ("elements", (64, 32, 4), np.arange(40) % 32, 1),
+    ("rows", (3000, 16), np.arange(300) * 7 % 3000, 0),
+    ("rows", (8, 64, 16), np.arange(40) % 64, 1),  # pre > 1, few repeats
+    ("elements", (8, 64, 16), np.arange(200) % 64, 1),  # pre > 1, most indices repeat
+]
+
+
+@pytest.mark.parametrize(("plan", "shape", "indices", "axis"), BRANCHES)
+def test_numpy_auto_plan_branches(plan, shape, indices, axis):
+    pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
+    flat = indices.reshape(-1)
+    counts = np.bincount(flat, minlength=shape[axis])
+    repeated = float(np.mean(counts[flat] > 1))
+    assert st.numpy_grad_plan(pre, shape[axis], indices.size, post, repeated) == plan
+    grad = grad_for(shape, indices, axis, "float32")
+    got = gatherx.gather_grad(shape, indices, grad, axis=axis)
+    np.testing.assert_array_equal(got, add_at(shape, indices, grad, axis))
+
+
+def test_numpy_plan_asks_for_repeats_only_when_needed():
+    assert st.numpy_grad_plan(8, 64, 40, 16, None) == ""
+    assert st.numpy_grad_plan(1, 64, 400, 16, None) == "rows"
+    assert st.numpy_grad_plan(8, 64, 400, 4, None) == "elements"
+
+
+@pytest.mark.parametrize(
+    ("shape", "indices", "axis"),
+    [((5, 4), [[0, -1], [4, 2]], 0), ((3, 4, 5), [4, -5, 0], 2), ((2, 6, 3), [5, 5], -2)],
+)
+def test_numpy_forward_matches_take(shape, indices, axis):
+    data = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
+    idx = np.asarray(indices, dtype=np.int32)
+    got = gatherx.gather(data, idx, axis=axis)
+    np.testing.assert_array_equal(got, np.take(data, idx, axis=axis))
+    assert got.dtype == data.dtype
+
+
+# --------------------------------------------------------------------------- torch
+
+TORCH_FORWARD = [
+    # (plan, data shape, indices, axis, torch threads)
+    ("rows", (7, 3), [[6, 0], [2, 2]], 0, 1),
+    ("rows", (1, 1, 9, 4), [8, 1, 1], 2, 1),
+    ("index_select_3d", (2, 3, 4, 5), [3, 0, 3], 2, 1),
+    ("index_select_3d", (6, 9), [8, 0, 4, 4], 1, 2),
+    ("index_select_3d", (2, 3, 5, 1), [[4, 0], [2, 2]], 2, 1),
+    ("rows_flat", (16, 300, 64), np.arange(1100) * 7 % 300, 1, 2),
+]
+
+
+def torch_formulation(torch, plan, data, flat, axis):
+    """Each plan's index_select call, written out as _strategy.torch_forward_plan names it."""
+    size = data.shape[axis]
+    pre, post = math.prod(data.shape[:axis]), math.prod(data.shape[axis + 1 :])
+    if plan == "rows":
+        return torch.index_select(data.view(size, post), 0, flat)
+    if plan == "rows_flat":
+        starts = torch.arange(0, pre * size, size, dtype=torch.int64)
+        return torch.index_select(data.view(pre * size, post), 0, (starts[:, None] + flat).view(-1))
+    if plan == "index_select_3d":
+        return torch.index_select(data.view(pre, size, post), 1, flat)
+    return torch.index_select(data, axis, flat)
+
+
+@pytest.mark.parametrize(("plan", "shape", "indices", "axis", "threads"), TORCH_FORWARD)
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_torch_forward_branches(plan, shape, indices, axis, threads, index_dtype):
+    torch = need("torch")
+    idx = np.asarray(indices, dtype=index_dtype)
+    chosen = st.torch_forward_plan(shape, axis, idx.size, itemsize=4, threads=threads)
+    assert chosen == plan
+    data = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    want = np.take(data, idx, axis=axis)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        got = gatherx.gather(torch.from_numpy(data), torch.from_numpy(idx), axis=axis)
+    finally:
+        torch.set_num_threads(before)
+    np.testing.assert_array_equal(got.numpy(), want)
+    flat = torch.from_numpy(idx).reshape(-1)
+    direct = torch_formulation(torch, plan, torch.from_numpy(data), flat, axis)
+    np.testing.assert_array_equal(direct.reshape(want.shape).numpy(), want)
+
+
+def test_torch_forward_non_contiguous_keeps_plain_call():
+    torch = need("torch")
+    assert st.torch_forward_plan((4, 6), 1, 2, contiguous=False) == "index_select"
+    assert st.torch_forward_plan((64, 512, 256), 1, 512, threads=8, device_type="cuda") == (
+        "index_select_3d"
+    )
+    base = torch.arange(24.0).reshape(6, 4)
+    data = base.t()  # (4, 6), not contiguous
+    idx = torch.tensor([5, 0, 5])
+    got = gatherx.gather(data, idx, axis=1)
+    np.testing.assert_array_equal(got.numpy(), np.take(data.numpy(), idx.numpy(), axis=1))
+
+
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+@pytest.mark.parametrize(("shape", "indices", "axis"), [((5, 3), [4, 4, 0], 0),
+                                                        ((2, 3, 4), [3, -1, 0, 3], 2)])  # fmt: skip
+def test_torch_backward_branches(index_dtype, shape, indices, axis):
+    torch = need("torch")
+    expected = "index_add_int64" if index_dtype == "int32" else "index_add"
+    assert st.torch_backward_plan(index_dtype, "cpu") == expected
+    idx = np.asarray(indices, dtype=index_dtype)
+    data = torch.zeros(shape, dtype=torch.float64, requires_grad=True)
+    out = gatherx.gather(data, torch.from_numpy(idx), axis=axis)
+    g = torch.from_numpy(grad_for(shape, idx, axis % len(shape), "float64"))
+    (got,) = torch.autograd.grad(out, data, g)
+    want = add_at(shape, idx, g.numpy(), axis % len(shape))
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+    # The formulation itself: index_add_ on the data's own shape with a widened index.
+    ax = axis % len(shape)
+    flat = torch.from_numpy(idx % shape[ax]).reshape(-1).long()
+    source = g.reshape((*shape[:ax], flat.shape[0], *shape[ax + 1 :]))
+    direct = torch.zeros(shape, dtype=g.dtype).index_add_(ax, flat, source)
+    np.testing.assert_allclose(direct.numpy(), want, rtol=1e-12, atol=1e-12)
+    grad_only = gatherx.gather_grad(shape, torch.from_numpy(idx), g, axis=axis)
+    np.testing.assert_allclose(grad_only.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+def test_torch_backward_keeps_index_off_cpu():
+    assert st.torch_backward_plan("int32", "cuda") == "index_add"
+    assert st.torch_backward_plan("int64", "cpu") == "index_add"
+
+
+# --------------------------------------------------------------------------- JAX
+
+JAX_LAYOUTS = [
+    ("as_is", (7, 3), [[6, 0], [2, 2]], 0),
+    ("as_is", (3, 4, 5), [3, 0, 3], 1),
+    ("as_is", (9,), [8, 0, -1], 0),
+    ("axis_first", (6, 9), [8, 0, 4, 4], 1),
+    ("axis_first", (2, 3, 4), [[3, -1], [0, 0]], 2),
+    ("axis_first", (2, 5, 1), [4, 0], 1),
+]
+
+
+@pytest.mark.parametrize(("layout", "shape", "indices", "axis"), JAX_LAYOUTS)
+def test_jax_layouts_and_modes(layout, shape, indices, axis):
+    jax = need("jax")
+    jnp = need("jax.numpy")
+    assert st.jax_layout_plan(shape, axis % len(shape)) == layout
+    rng = np.random.default_rng(1)
+    data = rng.standard_normal(shape).astype(np.float32)
+    idx = np.asarray(indices, dtype=np.int32)
+    want = np.take(data, idx, axis=axis)
+    jd, ji = jnp.asarray(data), jnp.asarray(idx)
+    # Eager (indices checked on the host: promise_in_bounds) and under jit (traced: fill).
+    np.testing.assert_array_equal(np.asarray(gatherx.gather(jd, ji, axis=axis)), want)
+    jitted = jax.jit(lambda d, i: gatherx.gather(d, i, axis=axis))
+    np.testing.assert_array_equal(np.asarray(jitted(jd, ji)), want)
+    # The transpose of each layout, under jit, against np.add.at.
+    ax = axis % len(shape)
+    g = grad_for(shape, idx, ax, "float32")
+    vjp = jax.jit(lambda d, i, c: jax.vjp(lambda t: gatherx.gather(t, i, axis=axis), d)[1](c)[0])
+    want_grad = add_at(shape, idx, g, ax)
+    np.testing.assert_allclose(np.asarray(vjp(jd, ji, jnp.asarray(g))), want_grad, rtol=1e-6)
+    got_grad = gatherx.gather_grad(shape, ji, jnp.asarray(g), axis=axis)
+    np.testing.assert_allclose(np.asarray(got_grad), want_grad, rtol=1e-6)
+
+
+def test_jax_modes():
+    assert st.jax_gather_mode(indices_checked=True) == "promise_in_bounds"
+    assert st.jax_gather_mode(indices_checked=False) == "fill_or_drop"
