@@ -36,7 +36,7 @@ def need(module: str) -> Any:
     except ImportError as exc:
         if module in required() or module.partition(".")[0] in required():
             pytest.fail(f"{module} is required in this run (GATHERX_REQUIRE) but missing: {exc}")
-        pytest.skip(f"{module} is not installed")
+        pytest.skip(f"{module} is not installed", allow_module_level=True)
 
 
 def namespace(backend: Backend) -> Any:
