@@ -81,6 +81,11 @@ class _GatherNoJvp(torch.autograd.Function):
             return None, None, None
         return _apply_scatter_add(grad, index, ctx.axis, ctx.size), None, None
 
+    @staticmethod
+    def symbolic(g: Any, data: Any, index: Any, axis: int) -> Any:
+        """One ONNX ``Gather`` node for torch's TorchScript ONNX exporter (opsets below 18)."""
+        return g.op("Gather", data, index, axis_i=axis)
+
 
 class _GatherFn(_GatherNoJvp):
     @staticmethod

@@ -17,7 +17,7 @@ from onnx import numpy_helper
 from ._api import gather
 from ._frameworks import framework_of
 
-__all__ = ["export", "opset_of", "register_torch_symbolic", "run"]
+__all__ = ["export", "opset_of", "run"]
 
 #: The first opset the torch.export-based (dynamo) exporter targets; below it, the
 #: TorchScript exporter is the one that writes models of the requested version.
@@ -148,25 +148,6 @@ def run(
     return [gather(data, indices, axis=axis, opset=13 if opset is None else opset)]
 
 
-def _gather_symbolic(g: Any, data: Any, index: Any, axis: int) -> Any:
-    return g.op("Gather", data, index, axis_i=axis)
-
-
-def register_torch_symbolic() -> None:
-    """Teach torch's TorchScript ONNX exporter that gatherx's gather is one ``Gather`` node.
-
-    Without it the exporter inlines the autograd.Function (Reshape, Gather, Reshape). The
-    torch.export-based exporter needs nothing: it traces the function to ``index_select``,
-    which it writes as ``Gather``. Idempotent; :func:`export` calls it.
-    """
-    from . import _torch_backend
-
-    for name in ("_GatherNoJvp", "_GatherFn"):
-        function = getattr(_torch_backend, name, None)
-        if function is not None:
-            function.symbolic = staticmethod(_gather_symbolic)
-
-
 def export(
     module: Any,
     args: tuple[Any, ...],
@@ -180,7 +161,8 @@ def export(
     From opset 18 this is the torch.export-based exporter (``dynamo=True``, which needs
     ``onnxscript``); below 18, where that exporter cannot convert its graph down and would
     silently keep opset 18, it is the TorchScript exporter (``dynamo=False``) with
-    :func:`register_torch_symbolic`, whose deprecation and tracer warnings are silenced:
+    gatherx's autograd function's ``symbolic`` (one ``Gather`` node), whose deprecation and
+    tracer warnings are silenced:
     the trace reads the example indices once for gatherx's eager bounds check, and the
     exported ``Gather`` checks bounds and takes negative indices (opset >= 11) by itself.
 
@@ -216,7 +198,6 @@ def export(
             raise RuntimeError(msg)
         model = program.model_proto
     else:
-        register_torch_symbolic()
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "model.onnx")
             with warnings.catch_warnings():
