@@ -122,28 +122,16 @@ def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13) -> Any
 
     if framework == "numpy":
         return _numpy_backend.gather(np.asarray(data), host, axis, opset)  # type: ignore[arg-type]
-    if framework == "torch":
-        from . import _torch_backend as tb
-
-        t_index = tb.checked_index(tb.to_index(indices, host, data), size, axis, opset, host)
-        return tb.gather(data, t_index, axis)
-    if framework == "jax":
-        from . import _jax_backend as jb
-
-        j_index = jb.checked_index(jb.to_index(indices, host, data), size, axis, opset, host)
-        return jb.gather(data, j_index, axis, opset)
     if framework == "dask":
         from . import _dask_backend
 
         return _dask_backend.gather(data, indices, host, axis, opset)
-
-    from array_api_compat import array_namespace
-
-    from . import _array_api_backend as ab
-
-    xp = array_namespace(data)
-    index = ab.checked_index(xp, ab.to_index(xp, indices, host, data), size, axis, opset, host)
-    return ab.gather(xp, data, index, axis)
+    backend, index = _checked_index(framework, indices, host, data, size, axis, opset)
+    if framework == "jax":
+        return backend.gather(data, index, axis, opset)
+    if framework == "torch":
+        return backend.gather(data, index, axis)
+    return backend.gather(_namespace(data), data, index, axis)
 
 
 def gather_grad(shape: Any, indices: Any, grad: Any, /, *, axis: int = 0) -> Any:
@@ -203,25 +191,44 @@ def gather_grad(shape: Any, indices: Any, grad: Any, /, *, axis: int = 0) -> Any
         assert host is not None
         check_host_bounds(host, size, axis, 13)
         return _numpy_backend.gather_grad(shape, host, np.asarray(grad), axis)
-    if framework == "torch":
-        from . import _torch_backend as tb
-
-        t_index = tb.checked_index(tb.to_index(indices, host, grad), size, axis, 13, host)
-        return tb.gather_grad(shape, t_index, grad, axis)
-    if framework == "jax":
-        from . import _jax_backend as jb
-
-        j_index = jb.checked_index(jb.to_index(indices, host, grad), size, axis, 13, host)
-        return jb.gather_grad(shape, j_index, grad, axis)
     if framework == "dask":
         from . import _dask_backend
 
         return _dask_backend.gather_grad(shape, indices, host, grad, axis)
+    backend, index = _checked_index(framework, indices, host, grad, size, axis, 13)
+    if framework in ("torch", "jax"):
+        return backend.gather_grad(shape, index, grad, axis)
+    return backend.gather_grad(_namespace(grad), shape, index, grad, axis)
 
+
+def _namespace(x: Any) -> Any:
     from array_api_compat import array_namespace
 
+    return array_namespace(x)
+
+
+def _checked_index(
+    framework: str,
+    indices: Any,
+    host: np.ndarray | None,
+    like: Any,
+    size: int,
+    axis: int,
+    opset: int,
+) -> tuple[Any, Any]:
+    """The backend module for ``framework`` and the indices in its terms, bounds-checked.
+
+    ``like`` is the array (data or grad) whose framework and device the indices join.
+    """
+    if framework == "torch":
+        from . import _torch_backend as tb
+
+        return tb, tb.checked_index(tb.to_index(indices, host, like), size, axis, opset, host)
+    if framework == "jax":
+        from . import _jax_backend as jb
+
+        return jb, jb.checked_index(jb.to_index(indices, host, like), size, axis, opset, host)
     from . import _array_api_backend as ab
 
-    xp = array_namespace(grad)
-    index = ab.checked_index(xp, ab.to_index(xp, indices, host, grad), size, axis, 13, host)
-    return ab.gather_grad(xp, shape, index, grad, axis)
+    xp = _namespace(like)
+    return ab, ab.checked_index(xp, ab.to_index(xp, indices, host, like), size, axis, opset, host)
