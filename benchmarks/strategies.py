@@ -22,6 +22,9 @@ EXTRA = (
     Case("rows8", (4096, 8), (10000,), 0),
     Case("post4", (256, 1024, 4), (512,), 1),
     Case("pre1-mid", (1, 4096, 512), (1024,), 1),
+    Case("mid64", (64, 1024, 64), (512,), 1),
+    Case("mid16", (256, 1024, 16), (512,), 1),
+    Case("mid-small", (8, 512, 256), (256,), 1),
 )
 SHAPES = (*CASES, *EXTRA)
 
@@ -82,6 +85,7 @@ def section_torch_forward(c: Case) -> dict[str, Callable[[], Any]]:
             td.view(pre * s, post), 0, (torch.arange(0, pre * s, s)[:, None] + flat).view(-1)
         ).view(shape),
         "movedim indexing": lambda: torch.movedim(torch.movedim(td, ax, 0)[flat], 0, ax),
+        "moved out": partial(_moved_out, d3, flat, shape),
     }
     if pre == 1:
         d2 = td.view(s, post)
@@ -91,6 +95,16 @@ def section_torch_forward(c: Case) -> dict[str, Callable[[], Any]]:
         d2 = td.view(pre, s)
         fns["gather expand"] = lambda: torch.gather(d2, 1, flat.expand(pre, n)).view(shape)
     return fns
+
+
+def _moved_out(d3: Any, flat: Any, shape: tuple[int, ...]) -> Any:
+    """index_select on dim 0 of the (size, pre, post) view, written through the same view of a
+    contiguous (pre, n, post) output: ATen's per-index slice copy, parallel over indices."""
+    import torch
+
+    out = d3.new_empty((d3.shape[0], flat.shape[0], d3.shape[2]))
+    torch.index_select(d3.transpose(0, 1), 0, flat, out=out.transpose(0, 1))
+    return out.view(shape)
 
 
 def section_torch_backward(c: Case) -> dict[str, Callable[[], Any]]:

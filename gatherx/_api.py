@@ -18,7 +18,7 @@ from ._checks import (
     normalize_axis,
     output_shape,
 )
-from ._frameworks import describe, framework_of, host_indices
+from ._frameworks import EAGER_GATHER, EAGER_GATHER_GRAD, describe, framework_of, host_indices
 
 #: Gradients are sums, so gather_grad takes numeric dtypes only.
 _GRAD_DTYPES = frozenset(
@@ -110,6 +110,11 @@ def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13) -> Any
         and indices.dtype in _FAST_INDEX_DTYPES
     ):
         return _numpy_backend.gather(data, indices, axis % data.ndim, opset)
+    eager = EAGER_GATHER.get(type(data))
+    if eager is not None:
+        out = eager(data, indices, axis, opset)
+        if out is not None:
+            return out
 
     framework = _framework(data, "data", "gather")
     opset = check_opset(opset)
@@ -172,6 +177,11 @@ def gather_grad(shape: Any, indices: Any, grad: Any, /, *, axis: int = 0) -> Any
            [0., 0.],
            [2., 2.]])
     """
+    eager = EAGER_GATHER_GRAD.get(type(grad))
+    if eager is not None:
+        out = eager(shape, indices, grad, axis)
+        if out is not None:
+            return out
     framework = _framework(grad, "grad", "gather_grad")
     shape = check_shape(shape)
     axis = normalize_axis(axis, len(shape))

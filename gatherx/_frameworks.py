@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ._checks import check_index_dtype, dtype_name
+
+#: type(data) -> a backend's fast path for the common eager call: its result, or None where the
+#: general path must validate and decide. A backend registers it when first imported.
+EAGER_GATHER: dict[type, Callable[[Any, Any, Any, Any], Any]] = {}
+#: The same for gather_grad, keyed by type(grad).
+EAGER_GATHER_GRAD: dict[type, Callable[[Any, Any, Any, Any], Any]] = {}
 
 
 def framework_of(x: object) -> str | None:

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from ._checks import index_range, make_out_of_bounds_error, out_of_bounds_error, output_shape
+from ._frameworks import EAGER_GATHER, EAGER_GATHER_GRAD
 from ._strategy import torch_backward_plan, torch_forward_plan
 
 # uint16/32/64 are "shell" dtypes with few kernels; gather is pure data movement, so it runs
@@ -16,7 +17,8 @@ from ._strategy import torch_backward_plan, torch_forward_plan
 _BIT_TWIN = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
 
 
-def _take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
+def _take(data: torch.Tensor, index: torch.Tensor, axis: int, eager: bool = False) -> torch.Tensor:
+    """``index_select`` as _strategy plans it; ``eager``: no compile, tracer or torch.func."""
     shape = output_shape(data.shape, index.shape, axis)
     twin = _BIT_TWIN.get(data.dtype)
     source = data.view(twin) if twin is not None else data
@@ -29,6 +31,7 @@ def _take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
         itemsize=source.element_size(),
         threads=1 if _compiling() else torch.get_num_threads(),
         device_type=source.device.type,
+        eager=eager,
     )
     # The TorchScript ONNX exporter replaces this body by one Gather node, but it still
     # traces it, and its passes cannot digest the views.
@@ -41,6 +44,11 @@ def _take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
             starts = torch.arange(0, pre * size, size, dtype=torch.int64, device=flat.device)
             flat = (starts[:, None] + flat).reshape(-1)
             source, axis = source.view(pre * size, post), 0
+        elif plan == "moved_out":
+            out = source.new_empty((pre, flat.shape[0], post))
+            moved = source.view(pre, size, post).transpose(0, 1)
+            torch.index_select(moved, 0, flat, out=out.transpose(0, 1))
+            return out.view(shape) if twin is None else out.view(shape).view(data.dtype)
         else:
             source, axis = source.view(pre, size, post), 1
     out = torch.index_select(source, axis, flat).view(shape)
@@ -97,6 +105,32 @@ class _GatherFn(_GatherNoJvp):
     def jvp(ctx: Any, data_t: torch.Tensor, index_t: Any, axis_t: Any) -> torch.Tensor:
         (index,) = ctx.saved_tensors
         return _take(data_t, index, ctx.axis)
+
+
+class _GatherEager(torch.autograd.Function):
+    """``_GatherFn`` for plain eager autograd, in the old style (``forward`` takes ``ctx``).
+
+    ``Function.apply`` runs ``inspect.signature`` on every call of a Function that defines
+    ``setup_context`` (~20 us), which torch.func's transforms need and plain autograd does not;
+    ``eager_gather`` uses this one where no transform, compiler, tracer or forward AD is active.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
+        ctx.save_for_backward(index)
+        ctx.size = data.shape[axis]
+        ctx.axis = axis
+        return _take_eager(data, index, axis)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None]:
+        (index,) = ctx.saved_tensors
+        if not ctx.needs_input_grad[0]:
+            return None, None, None
+        if torch.is_grad_enabled() or torch._C._are_functorch_transforms_active():
+            # create_graph=True, or vmap over the backward (gradcheck's batched grad)
+            return _apply_scatter_add(grad, index, ctx.axis, ctx.size), None, None
+        return _scatter_add(grad, index, ctx.axis, ctx.size), None, None
 
 
 class _ScatterAddNoJvp(torch.autograd.Function):
@@ -271,9 +305,146 @@ def _needs_autograd(data: torch.Tensor) -> bool:
     )
 
 
+_EAGER_INDEX_DTYPES = frozenset({torch.int32, torch.int64})
+# The ONNX dtypes of every opset from 11 on: bfloat16 needs 13 and is tested apart.
+_EAGER_DATA_DTYPES = frozenset(
+    {torch.bool, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.uint16,
+     torch.uint32, torch.uint64, torch.float16, torch.float32, torch.float64, torch.complex64,
+     torch.complex128}
+)  # fmt: skip
+
+
+# Module-level names: each attribute hop costs a cache miss on this path (see eager_gather).
+_is_compiling = torch.compiler.is_compiling
+_is_exporting = torch.compiler.is_exporting
+_tracing_state = torch._C._get_tracing_state
+_functorch_active = torch._C._are_functorch_transforms_active
+_forward_ad = torch.autograd.forward_ad
+
+
+def eager_gather(data: Any, indices: Any, axis: Any, opset: Any) -> torch.Tensor | None:
+    """``gather`` for the common eager CPU call in few steps, or None: take the general path.
+
+    After a large gather has evicted the interpreter's code and data from the CPU caches, each
+    Python step costs several times its warm time, so this path makes the general path's
+    checks in as few steps as it can (docs/performance.md). Any unusual input gets None, and
+    the general path validates it and raises the errors.
+    """
+    if not (
+        type(indices) is torch.Tensor
+        and type(axis) is int
+        and type(opset) is int
+        and opset >= 11
+        and -(ndim := data.ndim) <= axis < ndim
+        and indices.dtype in _EAGER_INDEX_DTYPES
+        and (
+            (dtype := data.dtype) in _EAGER_DATA_DTYPES or (dtype is torch.bfloat16 and opset >= 13)
+        )
+        and indices.is_cpu
+        and data.is_cpu
+        and not _is_compiling()
+        and not _is_exporting()
+        and _tracing_state() is None
+        and not _functorch_active()
+        and _forward_ad._current_level < 0
+    ):
+        return None
+    axis %= ndim
+    grad = data.requires_grad
+    if axis == 0 and dtype not in _BIT_TWIN:
+        # index_select checks every index against [0, s-1] as it copies rows (all of ATen's
+        # CPU branches do; tests/test_torch_eager.py holds it to that), so gatherx's own check,
+        # a pass that costs ~5% of a large gather, runs only where it objects: a negative
+        # index to wrap or a bad one to report. Only the discarded output saw any work.
+        try:
+            if grad:
+                return _GatherEager.apply(data, indices, 0)
+            if indices.ndim == 1:
+                return torch.index_select(data, 0, indices)
+            out = torch.index_select(data, 0, indices.reshape(-1))
+            return out.view((*indices.shape, *data.shape[1:]))
+        except (IndexError, RuntimeError):  # RuntimeError: from zero-size data
+            pass
+    if not indices.numel():
+        return None
+    size = data.shape[axis]
+    # One pass in ATen: cheaper here than NumPy's min and max, whose reduction machinery is
+    # more Python and C to bring back into the caches.
+    low_t, high_t = torch.aminmax(indices)
+    low, high = low_t.item(), high_t.item()
+    if low < -size or high >= size:
+        raise out_of_bounds_error(indices.numpy(), size, axis, opset)
+    if low < 0:
+        indices = torch.where(indices < 0, indices + size, indices)
+    if grad:
+        return _GatherEager.apply(data, indices, axis)
+    return _take_eager(data, indices, axis)
+
+
+def _rows(data: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """Gather on axis 0: ATen copies whole rows on dim 0 whatever the rank, so no plan or view."""
+    if index.ndim == 1:
+        return torch.index_select(data, 0, index)
+    out = torch.index_select(data, 0, index.reshape(-1))
+    return out.view((*index.shape, *data.shape[1:]))
+
+
+def _take_eager(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
+    if axis == 0 and data.dtype not in _BIT_TWIN:
+        return _rows(data, index)
+    return _take(data, index, axis, eager=True)
+
+
+_EAGER_GRAD_DTYPES = frozenset(
+    {torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64,
+     torch.complex128, torch.int32, torch.int64}
+)  # fmt: skip
+
+
+def eager_gather_grad(shape: Any, indices: Any, grad: Any, axis: Any) -> torch.Tensor | None:
+    """``gather_grad`` for the common eager CPU call in few steps, or None (as eager_gather)."""
+    if not (
+        type(indices) is torch.Tensor
+        and type(axis) is int
+        and type(shape) in _SHAPE_TYPES
+        and -(rank := len(shape)) <= axis < rank
+        and indices.dtype in _EAGER_INDEX_DTYPES
+        and grad.dtype in _EAGER_GRAD_DTYPES
+        and indices.is_cpu
+        and grad.is_cpu
+        and not grad.requires_grad
+        and not _is_compiling()
+        and not _is_exporting()
+        and _tracing_state() is None
+        and not _functorch_active()
+        and _forward_ad._current_level < 0
+        and indices.numel()
+    ):
+        return None
+    axis %= rank
+    size = shape[axis]
+    if type(size) is not int or size < 0 or grad.shape != output_shape(shape, indices.shape, axis):
+        return None
+    low_t, high_t = torch.aminmax(indices)
+    low, high = low_t.item(), high_t.item()
+    if low < -size or high >= size:
+        raise out_of_bounds_error(indices.numpy(), size, axis, 13)
+    if low < 0:
+        indices = torch.where(indices < 0, indices + size, indices)
+    return _scatter_add(grad, indices, axis, size)
+
+
+_SHAPE_TYPES = frozenset({tuple, torch.Size})
+
+# Plain tensors and parameters only: subclasses with their own __torch_function__, FakeTensor
+# included, take the general path.
+EAGER_GATHER.update(dict.fromkeys((torch.Tensor, torch.nn.Parameter), eager_gather))
+EAGER_GATHER_GRAD[torch.Tensor] = eager_gather_grad
+
+
 def gather(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
     if not _needs_autograd(data):
-        return _take(data, index, axis)
+        return _take(data, index, axis, eager=True)
     return _apply_gather(data, index, axis)
 
 

@@ -119,6 +119,8 @@ TORCH_FORWARD = [
     ("index_select_3d", (6, 9), [8, 0, 4, 4], 1, 2),
     ("index_select_3d", (2, 3, 5, 1), [[4, 0], [2, 2]], 2, 1),
     ("rows_flat", (16, 300, 64), np.arange(1100) * 7 % 300, 1, 2),
+    ("moved_out", (4, 300, 256), np.arange(1100) * 7 % 300, 1, 2),
+    ("moved_out", (2, 2, 300, 16, 16), np.arange(2200) * 11 % 300, -3, 2),
 ]
 
 
@@ -131,6 +133,11 @@ def torch_formulation(torch, plan, data, flat, axis):
     if plan == "rows_flat":
         starts = torch.arange(0, pre * size, size, dtype=torch.int64)
         return torch.index_select(data.view(pre * size, post), 0, (starts[:, None] + flat).view(-1))
+    if plan == "moved_out":
+        out = data.new_empty((pre, flat.shape[0], post))
+        moved = data.reshape(pre, size, post).transpose(0, 1)
+        torch.index_select(moved, 0, flat, out=out.transpose(0, 1))
+        return out
     if plan == "index_select_3d":
         return torch.index_select(data.view(pre, size, post), 1, flat)
     return torch.index_select(data, axis, flat)
@@ -141,8 +148,13 @@ def torch_formulation(torch, plan, data, flat, axis):
 def test_torch_forward_branches(plan, shape, indices, axis, threads, index_dtype):
     torch = need("torch")
     idx = np.asarray(indices, dtype=index_dtype)
-    chosen = st.torch_forward_plan(shape, axis, idx.size, itemsize=4, threads=threads)
+    ax = axis % len(shape)
+    chosen = st.torch_forward_plan(shape, ax, idx.size, itemsize=4, threads=threads, eager=True)
     assert chosen == plan
+    if plan == "moved_out":  # compiled, traced and torch.func calls keep rows_flat
+        assert st.torch_forward_plan(shape, ax, idx.size, itemsize=4, threads=threads) == (
+            "rows_flat"
+        )
     data = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     want = np.take(data, idx, axis=axis)
     before = torch.get_num_threads()
