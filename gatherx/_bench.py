@@ -1,7 +1,9 @@
 """``gatherx bench``: gatherx against each backend's native Gather formulations, timed interleaved.
 
-Every formulation of a case runs in one round-robin (one call batch each, rotating the order)
-and reports the median, so load from other processes hits all of them alike.
+The formulations compared with each other (one backend's one task: gatherx and the native
+ones) run in interleaved rounds, one call batch each in a fresh random order, so load from
+other processes hits all of them alike; groups run one after the other, so no other runtime's
+worker threads compete with them.
 """
 
 from __future__ import annotations
@@ -90,6 +92,8 @@ class Entry:
 
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+#: Functions this slow or slower are timed call by call, interleaved (see `rounds`).
+PER_CALL_SECONDS = 50e-6
 
 
 def interleaved(
@@ -99,15 +103,32 @@ def interleaved(
     clock: str = "wall",
     groups: dict[str, str] | None = None,
 ) -> dict[str, float]:
-    """Median seconds per call of each function, the functions interleaved.
+    """Median seconds per call of each function, the functions interleaved (see `rounds`)."""
+    samples = rounds(fns, repeats, min_sample, clock, groups)
+    return {name: statistics.median(s) for name, s in samples.items()}
 
-    Each sample is a batch of calls lasting about ``min_sample`` seconds; every round runs
-    the functions in a fresh random order, so no function always follows the same neighbour
-    (and inherits its cache and allocator state). Functions in one of ``groups`` (name ->
-    group) run the same number of calls per batch, sized by the group's median time: the
-    first call of a batch often pays for a fresh allocation that later ones reuse, and unequal
-    batches would bias the comparison. The ``cpu`` clock counts this process's CPU time (all
-    its threads), which other processes' load on a shared machine does not inflate.
+
+def rounds(
+    fns: dict[str, Callable[[], Any]],
+    repeats: int,
+    min_sample: float,
+    clock: str = "wall",
+    groups: dict[str, str] | None = None,
+) -> dict[str, list[float]]:
+    """Seconds per call of each function in each of ``repeats`` interleaved rounds.
+
+    Each sample is the mean of a batch of calls lasting about ``min_sample`` seconds; every
+    round runs the functions in a fresh random order, so no function always follows the same
+    neighbour (and inherits its cache and allocator state). Functions of at least
+    ``PER_CALL_SECONDS`` are interleaved call by call within the round, each call timed:
+    a batch of one function's calls reuses one output buffer, and where that address is slow
+    (its cache sets, its pages) the whole batch was, a placement that differs from process to
+    process and once made one of two identical XLA programs 1.5x slower for a whole run.
+    Functions in one of ``groups`` (name -> group) run the same number of calls per batch,
+    sized by the group's median time: the first call of a batch often pays for a fresh
+    allocation that later ones reuse, and unequal batches would bias the comparison. The
+    ``cpu`` clock counts this process's CPU time (all its threads), which other processes'
+    load on a shared machine does not inflate.
     """
     now = CLOCKS[clock]
     names = list(fns)
@@ -130,12 +151,25 @@ def interleaved(
         name: max(1, min(20_000, int(min_sample / max(typical[group_of[name]], 1e-8))))
         for name in names
     }
+    per_call = min(typical.values()) >= PER_CALL_SECONDS
     samples: dict[str, list[float]] = {name: [] for name in names}
     gc.collect()
     gc.disable()
     try:
         rng = random.Random(0)
         for _ in range(repeats):
+            if per_call:
+                total, left = dict.fromkeys(names, 0.0), dict(inner)
+                while any(left.values()):
+                    for name in rng.sample(names, len(names)):
+                        if left[name]:
+                            start = now()
+                            fns[name]()
+                            total[name] += now() - start
+                            left[name] -= 1
+                for name in names:
+                    samples[name].append(total[name] / inner[name])
+                continue
             for name in rng.sample(names, len(names)):
                 fn, k = fns[name], inner[name]
                 start = now()
@@ -144,7 +178,7 @@ def interleaved(
                 samples[name].append((now() - start) / k)
     finally:
         gc.enable()
-    return {name: statistics.median(s) for name, s in samples.items()}
+    return samples
 
 
 # --------------------------------------------------------------------------- inputs
@@ -217,7 +251,7 @@ def torch_entries(x: Inputs, device: str) -> list[Entry]:
     td = torch.from_numpy(x.data).to(dev)
     ti = torch.from_numpy(x.indices).to(dev)
     tg = torch.from_numpy(x.grad).to(dev)
-    flat = ti.reshape(-1)
+
     key = (slice(None),) * ax + (ti,)
     oshape = c.out_shape
     leaf = td.clone().requires_grad_(True)
@@ -239,24 +273,24 @@ def torch_entries(x: Inputs, device: str) -> list[Entry]:
         return timed(lambda: torch.autograd.grad(f(leaf), leaf, tg))
 
     def index_add() -> torch.Tensor:
-        source = tg.reshape((*c.data_shape[:ax], flat.shape[0], *c.data_shape[ax + 1 :]))
-        return tg.new_zeros(c.data_shape).index_add_(ax, flat, source)
+        source = tg.reshape((*c.data_shape[:ax], ti.numel(), *c.data_shape[ax + 1 :]))
+        return tg.new_zeros(c.data_shape).index_add_(ax, ti.reshape(-1), source)
 
     gx = partial(gatherx.gather, axis=c.axis)
     entries = [
         ("forward", "gatherx", "gatherx", lambda: gx(td, ti)),
         ("forward", "index_select", "native",
-         lambda: torch.index_select(td, ax, flat).view(oshape)),
+         lambda: torch.index_select(td, ax, ti.reshape(-1)).view(oshape)),
         ("forward", "advanced indexing", "native", lambda: td[key]),
         ("forward", "movedim + indexing", "native",
          lambda: torch.movedim(torch.movedim(td, ax, 0)[ti], *moved_back)),
         ("forward", "movedim + index_select", "native",
          lambda: torch.movedim(
-             torch.index_select(torch.movedim(td, ax, 0), 0, flat).view(
+             torch.index_select(torch.movedim(td, ax, 0), 0, ti.reshape(-1)).view(
                  ti.shape + td.movedim(ax, 0).shape[1:]), *moved_back)),
         ("forward+backward", "gatherx", "gatherx", fwd_bwd(lambda t: gx(t, ti))),
         ("forward+backward", "index_select autograd", "native",
-         fwd_bwd(lambda t: torch.index_select(t, ax, flat).view(oshape))),
+         fwd_bwd(lambda t: torch.index_select(t, ax, ti.reshape(-1)).view(oshape))),
         ("forward+backward", "advanced indexing autograd", "native", fwd_bwd(lambda t: t[key])),
         ("gather_grad", "gatherx", "gatherx",
          lambda: gatherx.gather_grad(c.data_shape, ti, tg, axis=c.axis)),
@@ -383,10 +417,8 @@ class Row:
     best_label: str
     best: float
     memcpy: float
-
-    @property
-    def ratio(self) -> float:
-        return self.gatherx / self.best
+    #: Median over rounds of gatherx's time over the best native's in the same round.
+    ratio: float
 
     def goal(self) -> tuple[str, bool | None]:
         """The goal text and whether it is met; None where the issue sets no goal."""
@@ -400,31 +432,45 @@ class Row:
         return text, self.ratio <= limit
 
 
-def summarize(case: Case, entries: Sequence[Entry], times: dict[str, float]) -> list[Row]:
-    by_group: dict[tuple[str, str], dict[str, tuple[str, float]]] = {}
+def summarize(case: Case, entries: Sequence[Entry], samples: dict[str, list[float]]) -> list[Row]:
+    """One row per (backend, task): gatherx against the native formulation of least median.
+
+    The ratio pairs the two formulations' times round by round: on a shared machine whose
+    speed drifts between rounds, a round's two times saw the same conditions, and the median
+    of their ratios varies less from run to run than the ratio of the two medians.
+    """
+    times = {name: statistics.median(s) for name, s in samples.items()}
+    by_group: dict[tuple[str, str], dict[str, str]] = {}
     memcpy = math.nan
     for e in entries:
-        t = times[name_of(e)]
+        name = name_of(e)
         if e.kind == "memcpy":
-            memcpy = t
+            memcpy = times[name]
             continue
         group = by_group.setdefault((e.backend, e.task), {})
         if e.kind == "gatherx":
-            group["gatherx"] = (e.label, t)
-        else:
-            native = group.get("native")
-            if native is None or t < native[1]:
-                group["native"] = (e.label, t)
+            group["gatherx"] = name
+        elif "native" not in group or times[name] < times[group["native"]]:
+            group["native"] = name
     rows = []
     for (backend, task), group in by_group.items():
         if "gatherx" in group and "native" in group:
-            label, best = group["native"]
-            rows.append(Row(case, backend, task, group["gatherx"][1], label, best, memcpy))
+            gx, native = group["gatherx"], group["native"]
+            ratio = statistics.median(
+                g / b for g, b in zip(samples[gx], samples[native], strict=True)
+            )
+            label = native.rpartition(" | ")[2]
+            rows.append(Row(case, backend, task, times[gx], label, times[native], memcpy, ratio))
     return rows
 
 
 def name_of(e: Entry) -> str:
     return f"{e.backend} | {e.task} | {e.label}"
+
+
+def group_of(e: Entry) -> str:
+    """The formulations timed against each other: one backend's one task (memcpy alone)."""
+    return name_of(e) if e.kind == "memcpy" else f"{e.backend} | {e.task}"
 
 
 def fmt_time(seconds: float) -> str:
@@ -602,17 +648,21 @@ def run(args: argparse.Namespace) -> int:
         if len(names) != len(entries):
             msg = "bench: duplicate formulation names"
             raise AssertionError(msg)
-        groups = {name_of(e): name_of(e) if e.kind == "memcpy" else f"{e.backend} {e.task}"
-                  for e in entries}  # fmt: skip
-        times = interleaved(names, repeats, min_sample, args.clock, groups)
-        results[case.name] = times
-        rows += summarize(case, entries, times)
+        samples: dict[str, list[float]] = {}
+        for group in dict.fromkeys(group_of(e) for e in entries):
+            members = {name_of(e): e.fn for e in entries if group_of(e) == group}
+            together = dict.fromkeys(members, group)
+            samples |= rounds(members, repeats, min_sample, args.clock, together)
+            time.sleep(0.05)  # let the runtime's spinning worker threads park
+        results[case.name] = {name: statistics.median(s) for name, s in samples.items()}
+        rows += summarize(case, entries, samples)
         took = time.perf_counter() - start
         print(f"  {case.name}: {case.describe()} done ({took:.0f} s)", file=sys.stderr, flush=True)
     elapsed = time.perf_counter() - start
 
     header = (
-        f"gatherx bench: float32 data, int64 indices, median of {repeats} interleaved rounds, "
+        f"gatherx bench: float32 data, int64 indices, {repeats} interleaved rounds (times: "
+        "medians; ratios: medians of the per-round ratios), "
         f"{args.clock} clock ({elapsed:.0f} s); {environment()}"
     )
     text = f"{header}\n\n{summary_table(rows)}\n\n{detail_table(cases, results)}\n"
