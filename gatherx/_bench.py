@@ -588,7 +588,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--repeats",
         type=int,
         default=None,
-        help="interleaved rounds per case (default 25, 3 with --quick)",
+        help="interleaved rounds per case (default 41, 3 with --quick)",
     )
     parser.add_argument(
         "--cases",
@@ -632,7 +632,7 @@ def run(args: argparse.Namespace) -> int:
     module = {"onnxruntime": "onnxruntime", "torch": "torch", "jax": "jax", "numpy": "numpy"}
     backends = [b for b in wanted if importlib.util.find_spec(module[b]) is not None]
     skipped = sorted(set(wanted) - set(backends))
-    repeats = args.repeats or (3 if args.quick else 25)
+    repeats = args.repeats or (3 if args.quick else 41)
     min_sample = 5e-4 if args.quick else 5e-3
     if skipped:
         print(f"not installed, skipped: {', '.join(skipped)}")
