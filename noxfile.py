@@ -31,7 +31,7 @@ def install(session: nox.Session, *args: str) -> None:
 def pytest(session: nox.Session, *args: str, require: str, **env: str) -> None:
     session.run(
         "python", "-m", "pytest", *args, *session.posargs,
-        env={"GATHERX_REQUIRE": require, **env},
+        env={"GATHERX_REQUIRE": require, "GATHERX_HYPOTHESIS": "ci", **env},
     )  # fmt: skip
 
 

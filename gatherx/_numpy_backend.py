@@ -25,9 +25,11 @@ def gather(data: np.ndarray, idx: np.ndarray, axis: int, opset: int) -> np.ndarr
     try:
         # The method skips np.take's Python wrapper (~0.8 us). Its default mode "raise"
         # accepts exactly [-s, s-1], the Gather-11 range, and fills a fresh array only.
-        return data.take(idx, axis)
+        out = data.take(idx, axis)
     except IndexError:
         raise out_of_bounds_error(idx, data.shape[axis], axis, opset) from None
+    # A rank-0 result is a NumPy scalar from take; Gather's output is a tensor on every backend.
+    return out if type(out) is np.ndarray else np.asarray(out)
 
 
 def gather_grad(shape: tuple[int, ...], idx: np.ndarray, grad: np.ndarray, axis: int) -> np.ndarray:

@@ -314,12 +314,29 @@ _EAGER_DATA_DTYPES = frozenset(
 )  # fmt: skip
 
 
+_EAGER_GRAD_DTYPES = frozenset(
+    {torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64,
+     torch.complex128, torch.int32, torch.int64}
+)  # fmt: skip
+_SHAPE_TYPES = frozenset({tuple, torch.Size})
+
 # Module-level names: each attribute hop costs a cache miss on this path (see eager_gather).
 _is_compiling = torch.compiler.is_compiling
 _is_exporting = torch.compiler.is_exporting
 _tracing_state = torch._C._get_tracing_state
 _functorch_active = torch._C._are_functorch_transforms_active
 _forward_ad = torch.autograd.forward_ad
+
+
+def _plain_eager() -> bool:
+    """No compiler, exporter, TorchScript tracer, torch.func transform or forward AD active."""
+    return not (
+        _is_compiling()
+        or _is_exporting()
+        or _tracing_state() is not None
+        or _functorch_active()
+        or _forward_ad._current_level >= 0
+    )
 
 
 def eager_gather(data: Any, indices: Any, axis: Any, opset: Any) -> torch.Tensor | None:
@@ -342,11 +359,7 @@ def eager_gather(data: Any, indices: Any, axis: Any, opset: Any) -> torch.Tensor
         )
         and indices.is_cpu
         and data.is_cpu
-        and not _is_compiling()
-        and not _is_exporting()
-        and _tracing_state() is None
-        and not _functorch_active()
-        and _forward_ad._current_level < 0
+        and _plain_eager()
     ):
         return None
     axis %= ndim
@@ -357,25 +370,12 @@ def eager_gather(data: Any, indices: Any, axis: Any, opset: Any) -> torch.Tensor
         # a pass that costs ~5% of a large gather, runs only where it objects: a negative
         # index to wrap or a bad one to report. Only the discarded output saw any work.
         try:
-            if grad:
-                return _GatherEager.apply(data, indices, 0)
-            if indices.ndim == 1:
-                return torch.index_select(data, 0, indices)
-            out = torch.index_select(data, 0, indices.reshape(-1))
-            return out.view((*indices.shape, *data.shape[1:]))
+            return _GatherEager.apply(data, indices, 0) if grad else _rows(data, indices)
         except (IndexError, RuntimeError):  # RuntimeError: from zero-size data
             pass
     if not indices.numel():
         return None
-    size = data.shape[axis]
-    # One pass in ATen: cheaper here than NumPy's min and max, whose reduction machinery is
-    # more Python and C to bring back into the caches.
-    low_t, high_t = torch.aminmax(indices)
-    low, high = low_t.item(), high_t.item()
-    if low < -size or high >= size:
-        raise out_of_bounds_error(indices.numpy(), size, axis, opset)
-    if low < 0:
-        indices = torch.where(indices < 0, indices + size, indices)
+    indices = _eager_index(indices, data.shape[axis], axis, opset)
     if grad:
         return _GatherEager.apply(data, indices, axis)
     return _take_eager(data, indices, axis)
@@ -395,12 +395,6 @@ def _take_eager(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Ten
     return _take(data, index, axis, eager=True)
 
 
-_EAGER_GRAD_DTYPES = frozenset(
-    {torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64,
-     torch.complex128, torch.int32, torch.int64}
-)  # fmt: skip
-
-
 def eager_gather_grad(shape: Any, indices: Any, grad: Any, axis: Any) -> torch.Tensor | None:
     """``gather_grad`` for the common eager CPU call in few steps, or None (as eager_gather)."""
     if not (
@@ -413,11 +407,7 @@ def eager_gather_grad(shape: Any, indices: Any, grad: Any, axis: Any) -> torch.T
         and indices.is_cpu
         and grad.is_cpu
         and not grad.requires_grad
-        and not _is_compiling()
-        and not _is_exporting()
-        and _tracing_state() is None
-        and not _functorch_active()
-        and _forward_ad._current_level < 0
+        and _plain_eager()
         and indices.numel()
     ):
         return None
@@ -425,16 +415,19 @@ def eager_gather_grad(shape: Any, indices: Any, grad: Any, axis: Any) -> torch.T
     size = shape[axis]
     if type(size) is not int or size < 0 or grad.shape != output_shape(shape, indices.shape, axis):
         return None
+    return _scatter_add(grad, _eager_index(indices, size, axis, 13), axis, size)
+
+
+def _eager_index(indices: torch.Tensor, size: int, axis: int, opset: int) -> torch.Tensor:
+    """Non-empty CPU ``indices`` bounds-checked against [-size, size-1] and made non-negative."""
+    # One pass in ATen: cheaper here than NumPy's min and max, whose reduction machinery is
+    # more Python and C to bring back into the caches.
     low_t, high_t = torch.aminmax(indices)
     low, high = low_t.item(), high_t.item()
     if low < -size or high >= size:
-        raise out_of_bounds_error(indices.numpy(), size, axis, 13)
-    if low < 0:
-        indices = torch.where(indices < 0, indices + size, indices)
-    return _scatter_add(grad, indices, axis, size)
+        raise out_of_bounds_error(indices.numpy(), size, axis, opset)
+    return torch.where(indices < 0, indices + size, indices) if low < 0 else indices
 
-
-_SHAPE_TYPES = frozenset({tuple, torch.Size})
 
 # Plain tensors and parameters only: subclasses with their own __torch_function__, FakeTensor
 # included, take the general path.

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import settings
 from support import Backend, namespace
+
+# CI (nox sets GATHERX_HYPOTHESIS=ci) draws the same examples every run, so a result is
+# reproducible; a plain pytest run draws new ones each time and so keeps searching.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("dev", print_blob=True)
+settings.load_profile(os.environ.get("GATHERX_HYPOTHESIS", "dev"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support import Backend, assert_same, from_numpy, random_data, supports_dtype
 
@@ -36,6 +36,8 @@ def gather_problems(draw):
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(problem=gather_problems())
+# found by a random run: take gives NumPy a bfloat16 scalar, which gatherx must wrap
+@example(problem=((1,), 0, np.array(0, dtype=np.int32), "bfloat16", 0))
 def test_matches_numpy_take(backend, xp, problem):
     shape, axis, indices, dtype, seed = problem
     if supports_dtype(backend, dtype):
@@ -89,3 +91,14 @@ def test_scalar_and_empty_indices(backend, xp, indices):
         expected = np.take(host, np.asarray(indices, dtype=np.int64), axis=axis)
         data = from_numpy(backend, host)
         assert_same(gatherx.gather(data, indices, axis=axis), expected, like=data)
+
+
+def test_rank_zero_results_are_arrays(backend, xp):
+    """A scalar index into 1-D data: a 0-d array of the data's framework (np.take: a scalar)."""
+    for dtype in ("float32", "int32", "bool"):
+        data = from_numpy(backend, np.asarray([3, 1, 2], dtype=dtype))
+        got = gatherx.gather(data, 1)
+        assert_same(got, np.asarray(np.asarray([3, 1, 2], dtype=dtype)[1]), like=data)
+        assert tuple(got.shape) == ()
+        if backend is Backend.NUMPY:
+            assert type(got) is np.ndarray
