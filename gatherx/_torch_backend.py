@@ -127,7 +127,7 @@ class _GatherEager(torch.autograd.Function):
         (index,) = ctx.saved_tensors
         if not ctx.needs_input_grad[0]:
             return None, None, None
-        if torch.is_grad_enabled() or torch._C._are_functorch_transforms_active():
+        if torch.is_grad_enabled() or _functorch_active():
             # create_graph=True, or vmap over the backward (gradcheck's batched grad)
             return _apply_scatter_add(grad, index, ctx.axis, ctx.size), None, None
         return _scatter_add(grad, index, ctx.axis, ctx.size), None, None
@@ -295,14 +295,11 @@ def checked_index(
 
 
 def _needs_autograd(data: torch.Tensor) -> bool:
-    """Whether any autodiff could see this call; if not, the Function's overhead buys nothing."""
-    return (
-        data.requires_grad
-        or _compiling()
-        or torch.jit.is_tracing()  # ONNX export below opset 18 needs the Function's symbolic
-        or torch._C._are_functorch_transforms_active()
-        or torch.autograd.forward_ad._current_level >= 0  # inside forward_ad.dual_level()
-    )
+    """Whether any autodiff could see this call; if not, the Function's overhead buys nothing.
+
+    (The TorchScript tracer counts: ONNX export below opset 18 needs the Function's symbolic.)
+    """
+    return data.requires_grad or not _plain_eager()
 
 
 _EAGER_INDEX_DTYPES = frozenset({torch.int32, torch.int64})
@@ -312,8 +309,6 @@ _EAGER_DATA_DTYPES = frozenset(
      torch.uint32, torch.uint64, torch.float16, torch.float32, torch.float64, torch.complex64,
      torch.complex128}
 )  # fmt: skip
-
-
 _EAGER_GRAD_DTYPES = frozenset(
     {torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64,
      torch.complex128, torch.int32, torch.int64}
