@@ -44,13 +44,13 @@ ATEN_SHAPES = [
 @pytest.mark.parametrize("where", ["first", "last"])
 def test_aten_index_select_refuses_every_bad_index(shape, index_dtype, layout, bad, where):
     size = shape[0]
+    # with s == 0, "-s" and "s" are both 0, which no index of an empty axis may be
     value = {"-1": -1, "-s": -size, "s": size, "s+9": size + 9, "max": 2**31 - 1}[bad]
-    if value == 0:  # -s with s == 0 is a valid-looking 0; the "s" case covers it
-        return
     data = torch.zeros(shape)
     if layout == "transposed" and len(shape) > 1:
         data = data.transpose(0, -1).contiguous().transpose(0, -1)
-    good = [i % size for i in range(3000)] if size else []
+    row = int(np.prod(shape[1:]))
+    good = [i % size for i in range(3000 if row <= 16 else 20)] if size else []
     index = [*good, value] if where == "last" else [value, *good]
     with pytest.raises((IndexError, RuntimeError)):
         torch.index_select(data, 0, torch.tensor(index, dtype=index_dtype))
