@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 import numpy as np
 
-from gatherx._bench import CASES, Case, fmt_time, interleaved, make_inputs
+from gatherx._bench import CASES, Case, fmt_time, make_inputs, rounds
 
 #: The issue's cases plus shapes that separate the rules: tiny inner blocks, one outer row.
 EXTRA = (
@@ -270,7 +271,8 @@ def main() -> None:
         if case.name not in wanted:
             continue
         fns = SECTIONS[args.section](case)
-        times = interleaved(fns, args.repeats, 2e-3, args.clock)
+        samples = rounds(fns, args.repeats, 2e-3, args.clock)
+        times = {name: statistics.median(s) for name, s in samples.items()}
         base = next(iter(times.values()))
         cells = ", ".join(f"{k} {fmt_time(v)} ({v / base:.2f})" for k, v in times.items())
         print(f"{case.name} {case.describe()} {three_d(case)}: {cells}", flush=True)

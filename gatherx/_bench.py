@@ -96,18 +96,6 @@ CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 PER_CALL_SECONDS = 50e-6
 
 
-def interleaved(
-    fns: dict[str, Callable[[], Any]],
-    repeats: int,
-    min_sample: float,
-    clock: str = "wall",
-    groups: dict[str, str] | None = None,
-) -> dict[str, float]:
-    """Median seconds per call of each function, the functions interleaved (see `rounds`)."""
-    samples = rounds(fns, repeats, min_sample, clock, groups)
-    return {name: statistics.median(s) for name, s in samples.items()}
-
-
 def rounds(
     fns: dict[str, Callable[[], Any]],
     repeats: int,
