@@ -1,51 +1,10 @@
-"""The public ``gather`` and ``gather_grad``: validation, then the one delegation point."""
+"""The public ``gather`` and ``gather_grad``: the one delegation point to a backend."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from . import _numpy_backend
-from ._checks import (
-    check_data_dtype,
-    check_host_bounds,
-    check_index_dtype,
-    check_opset,
-    check_shape,
-    dtype_name,
-    grad_shape_mismatch,
-    normalize_axis,
-    output_shape,
-)
-from ._frameworks import EAGER_GATHER, EAGER_GATHER_GRAD, describe, framework_of, host_indices
-
-#: Gradients are sums, so gather_grad takes numeric dtypes only.
-_GRAD_DTYPES = frozenset(
-    {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
-     "bfloat16", "float32", "float64", "complex64", "complex128"}
-)  # fmt: skip
-
-
-# The NumPy fast path: exactly these dtypes need no further look (bfloat16 and strings take the
-# general path, which checks them against the opset and ONNX's type list).
-_FAST_DATA_DTYPES = frozenset(
-    np.dtype(name)
-    for name in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                 "uint64", "float16", "float32", "float64", "complex64", "complex128")
-)  # fmt: skip
-_FAST_INDEX_DTYPES = frozenset((np.dtype(np.int32), np.dtype(np.int64)))
-
-
-def _framework(x: object, role: str, function: str) -> str:
-    framework = framework_of(x)
-    if framework is None:
-        msg = (
-            f"{function}: {role} must be an array (NumPy, PyTorch, JAX or another array-API "
-            f"library), got {describe(x)}; wrap it with np.asarray for NumPy"
-        )
-        raise TypeError(msg)
-    return framework
+from ._dispatch import backend_of
 
 
 def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13) -> Any:
@@ -58,7 +17,8 @@ def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13) -> Any
     indices : array, int or nested list of ints
         int32/int64 indices of any rank, in [-s, s-1] where s = ``data.shape[axis]``
         ([0, s-1] before opset 11). An array of the data's framework, a NumPy array or Python
-        ints; the latter two are moved to the data's framework and device.
+        ints; the latter two are moved to the data's framework and device. JAX indices with
+        NumPy data compute in JAX, as ``jnp.take`` does.
     axis : int, optional
         The axis to gather on, in [-r, r-1]. Default 0.
     opset : int, optional
@@ -81,7 +41,8 @@ def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13) -> Any
         Indices are not int32/int64, the data dtype is not an ONNX type (bfloat16 needs
         opset 13), or data and indices come from different frameworks.
     ValueError
-        ``axis`` is out of range, ``data`` has rank 0, or ``opset`` < 1.
+        ``axis`` is out of range, ``data`` has rank 0, ``opset`` < 1, or torch indices are on
+        another device than the data.
 
     Examples
     --------
@@ -97,46 +58,7 @@ def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13) -> Any
     >>> gatherx.gather(data, 2)
     array([4.5, 5.7])
     """
-    # Small NumPy gathers are dominated by Python overhead: decide the common case in a few
-    # identity and set tests, with the same checks the general path makes.
-    if (
-        type(data) is np.ndarray
-        and type(indices) is np.ndarray
-        and type(axis) is int
-        and type(opset) is int
-        and opset >= 11
-        and -data.ndim <= axis < data.ndim
-        and data.dtype in _FAST_DATA_DTYPES
-        and indices.dtype in _FAST_INDEX_DTYPES
-    ):
-        return _numpy_backend.gather(data, indices, axis % data.ndim, opset)
-    eager = EAGER_GATHER.get(type(data))
-    if eager is not None:
-        out = eager(data, indices, axis, opset)
-        if out is not None:
-            return out
-
-    framework = _framework(data, "data", "gather")
-    opset = check_opset(opset)
-    axis = normalize_axis(axis, data.ndim)
-    check_data_dtype(dtype_name(data.dtype), opset, framework)
-    host = host_indices(indices, framework, data)
-    if host is None:
-        check_index_dtype(dtype_name(indices.dtype), framework)
-    size = data.shape[axis]
-
-    if framework == "numpy":
-        return _numpy_backend.gather(np.asarray(data), host, axis, opset)  # type: ignore[arg-type]
-    if framework == "dask":
-        from . import _dask_backend
-
-        return _dask_backend.gather(data, indices, host, axis, opset)
-    backend, index = _checked_index(framework, indices, host, data, size, axis, opset)
-    if framework == "jax":
-        return backend.gather(data, index, axis, opset)
-    if framework == "torch":
-        return backend.gather(data, index, axis)
-    return backend.gather(_namespace(data), data, index, axis)
+    return backend_of(data, indices, "gather", "data").gather(data, indices, axis, opset)
 
 
 def gather_grad(shape: Any, indices: Any, grad: Any, /, *, axis: int = 0) -> Any:
@@ -144,7 +66,8 @@ def gather_grad(shape: Any, indices: Any, grad: Any, /, *, axis: int = 0) -> Any
 
     Zeros of ``shape`` with the slices of ``grad`` added at ``indices`` along ``axis``;
     duplicate indices accumulate, and ``-1`` and ``s-1`` land on the same slice. The
-    argument order is that of onnxruntime's ``GatherGrad``.
+    argument order is that of onnxruntime's ``GatherGrad``. float16 and bfloat16 gradients
+    are summed in float32 and rounded once.
 
     Parameters
     ----------
@@ -177,68 +100,4 @@ def gather_grad(shape: Any, indices: Any, grad: Any, /, *, axis: int = 0) -> Any
            [0., 0.],
            [2., 2.]])
     """
-    eager = EAGER_GATHER_GRAD.get(type(grad))
-    if eager is not None:
-        out = eager(shape, indices, grad, axis)
-        if out is not None:
-            return out
-    framework = _framework(grad, "grad", "gather_grad")
-    shape = check_shape(shape)
-    axis = normalize_axis(axis, len(shape))
-    name = dtype_name(grad.dtype)
-    if name not in _GRAD_DTYPES:
-        msg = f"gather_grad: grad must have a numeric dtype, got {name}"
-        raise TypeError(msg)
-    host = host_indices(indices, framework, grad)
-    index_shape = host.shape if host is not None else tuple(indices.shape)
-    if host is None:
-        check_index_dtype(dtype_name(indices.dtype), framework)
-    if tuple(grad.shape) != output_shape(shape, index_shape, axis):
-        raise grad_shape_mismatch(grad.shape, shape, index_shape, axis)
-    size = shape[axis]
-
-    if framework == "numpy":
-        assert host is not None
-        check_host_bounds(host, size, axis, 13)
-        return _numpy_backend.gather_grad(shape, host, np.asarray(grad), axis)
-    if framework == "dask":
-        from . import _dask_backend
-
-        return _dask_backend.gather_grad(shape, indices, host, grad, axis)
-    backend, index = _checked_index(framework, indices, host, grad, size, axis, 13)
-    if framework in ("torch", "jax"):
-        return backend.gather_grad(shape, index, grad, axis)
-    return backend.gather_grad(_namespace(grad), shape, index, grad, axis)
-
-
-def _namespace(x: Any) -> Any:
-    from array_api_compat import array_namespace
-
-    return array_namespace(x)
-
-
-def _checked_index(
-    framework: str,
-    indices: Any,
-    host: np.ndarray | None,
-    like: Any,
-    size: int,
-    axis: int,
-    opset: int,
-) -> tuple[Any, Any]:
-    """The backend module for ``framework`` and the indices in its terms, bounds-checked.
-
-    ``like`` is the array (data or grad) whose framework and device the indices join.
-    """
-    if framework == "torch":
-        from . import _torch_backend as tb
-
-        return tb, tb.checked_index(tb.to_index(indices, host, like), size, axis, opset, host)
-    if framework == "jax":
-        from . import _jax_backend as jb
-
-        return jb, jb.checked_index(jb.to_index(indices, host, like), size, axis, opset, host)
-    from . import _array_api_backend as ab
-
-    xp = _namespace(like)
-    return ab, ab.checked_index(xp, ab.to_index(xp, indices, host, like), size, axis, opset, host)
+    return backend_of(grad, indices, "gather_grad", "grad").gather_grad(shape, indices, grad, axis)

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import output_shape
+from ._rules import output_shape
 
 
 @dataclass(frozen=True)

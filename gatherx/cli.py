@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from ._checks import index_range, normalize_axis, output_shape
+from ._rules import index_range, normalize_axis, output_shape
 
 #: Backends `check` knows, in display order: name -> module that must be importable.
 BACKENDS = {

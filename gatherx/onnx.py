@@ -11,11 +11,11 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import onnx
 from onnx import numpy_helper
 
 from ._api import gather
-from ._frameworks import framework_of
 
 __all__ = ["export", "opset_of", "run"]
 
@@ -80,10 +80,12 @@ def _feeds(names: Sequence[str], inputs: Any, constants: Mapping[str, Any]) -> l
 
 def _like(x: Any, other: Any) -> Any:
     """NumPy constant ``x`` moved to the framework and device of the array ``other``."""
-    if framework_of(x) != "numpy" or framework_of(other) in (None, "numpy"):
-        return x
-    from array_api_compat import array_namespace, device
+    from array_api_compat import array_namespace, device, is_array_api_obj
 
+    if not isinstance(x, np.ndarray) or isinstance(other, np.ndarray):
+        return x
+    if not is_array_api_obj(other):
+        return x
     return array_namespace(other).asarray(x, device=device(other))
 
 

@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from . import _errors
 from ._api import gather
-from ._checks import check_opset
-from ._frameworks import host_indices
+from ._indices import host_indices
+from ._rules import check_opset
 
 __all__ = ["Gather"]
 
@@ -63,20 +64,15 @@ class Gather(torch.nn.Module):
 
     def __init__(self, axis: int = 0, opset: int = 13, *, indices: Any = None) -> None:
         super().__init__()
-        if isinstance(axis, bool):
-            msg = f"Gather: axis must be an int, got bool {axis!r}"
-            raise TypeError(msg)
-        try:
-            self.axis = operator.index(axis)
-        except TypeError:
-            msg = f"Gather: axis must be an int, got {type(axis).__name__} {axis!r}"
-            raise TypeError(msg) from None
-        self.opset = check_opset(opset)
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+            raise _errors.not_an_int("Gather", "axis", axis)
+        self.axis = operator.index(axis)
+        self.opset = check_opset(opset, "Gather")
         fixed = indices
         if indices is not None and not isinstance(indices, torch.Tensor):
             # gather's own parsing: ints only, [] is an empty int64 list, not float
-            host = host_indices(indices, "torch", None)
-            fixed = torch.from_numpy(np.ascontiguousarray(host))
+            host = host_indices(indices, "Gather")
+            fixed = torch.from_numpy(np.array(host, dtype=host.dtype))
         self.register_buffer("indices", fixed)
 
     def forward(self, data: torch.Tensor, indices: Any = None) -> torch.Tensor:
@@ -89,6 +85,15 @@ class Gather(torch.nn.Module):
             raise TypeError(msg)
         chosen = self.indices if indices is None else indices
         return gather(data, chosen, axis=self.axis, opset=self.opset)
+
+    def __prepare_scriptable__(self) -> Gather:
+        """torch.jit.script calls this first: refuse with a reason, not a TorchScript trace."""
+        msg = (
+            "Gather: torch.jit.script cannot compile gatherx (its dispatch over frameworks "
+            "and dtypes is Python); use torch.jit.trace, torch.compile or torch.export, "
+            "or script the modules around it"
+        )
+        raise TypeError(msg)
 
     def extra_repr(self) -> str:
         fixed = "" if self.indices is None else f", indices={tuple(self.indices.shape)}"

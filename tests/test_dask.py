@@ -237,7 +237,7 @@ def test_out_of_bounds_dask_indices_raise_at_compute(indices, axis, opset, messa
 def test_gather_grad_out_of_bounds():
     grad = da.ones((3, 2), chunks=1)
     expected = (
-        "gather: indices element out of data bounds, idx=-5 at position (2,) of indices must "
+        "gather_grad: indices element out of data bounds, idx=-5 at position (2,) of indices must "
         "be within the inclusive range [-4,3] for axis 0 of size 4"
     )
     with pytest.raises(IndexError, match=re.escape(expected) + "$"):

@@ -9,9 +9,12 @@ import pytest
 from support import Backend, assert_same, from_numpy, need, random_data, supports_dtype
 
 import gatherx
-from gatherx._checks import ONNX_DATA_DTYPES
 
-DTYPES = sorted(ONNX_DATA_DTYPES)
+# Gather-13's T, as ../shared/spec/Gather-13.rst lists it.
+DTYPES = sorted(
+    ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+     "float16", "bfloat16", "float32", "float64", "complex64", "complex128", "string"]
+)  # fmt: skip
 
 
 @pytest.mark.parametrize("name", DTYPES)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support import Backend, from_numpy, to_numpy
+from support import Backend, assert_same, from_numpy, to_numpy
 
 import gatherx
 
@@ -118,16 +118,21 @@ def installed_others(backend):
 
 
 def test_mixed_frameworks(backend, xp):
-    """Indices from another framework than the data's are a TypeError naming both."""
-    for _other, idx in installed_others(backend):
+    """Indices from another framework than the data's are a TypeError naming both, except
+    JAX indices with NumPy data, which compute in JAX as ``jnp.take`` does."""
+    for other, idx in installed_others(backend):
+        if backend is Backend.NUMPY and other is Backend.JAX:
+            out = gatherx.gather(DATA, idx)
+            assert_same(out, np.take(DATA, [0, 1], axis=0), like=idx)
+            continue
         with pytest.raises(
             TypeError, match=r"indices are a .* but data|different array namespaces"
         ):
             gatherx.gather(data_for(backend), idx)
-        if backend is not Backend.NUMPY:
-            # and framework indices with NumPy data
-            with pytest.raises(TypeError, match="indices are a"):
-                gatherx.gather(DATA, from_numpy(backend, np.array([0])))
+    if backend not in (Backend.NUMPY, Backend.JAX):
+        # framework indices with NumPy data
+        with pytest.raises(TypeError, match="indices are a"):
+            gatherx.gather(DATA, from_numpy(backend, np.array([0])))
 
 
 def test_inputs_are_not_modified(backend, xp):

@@ -1,4 +1,4 @@
-"""NumPy Gather: ``ndarray.take`` forward and a scatter-add VJP planned by :mod:`._strategy`."""
+"""NumPy Gather: ``ndarray.take`` forward, a scatter-add VJP planned by :mod:`gatherx._strategy`."""
 
 from __future__ import annotations
 
@@ -7,49 +7,86 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import out_of_bounds_error
-from ._strategy import numpy_grad_plan
+from .. import _rules
+from .._indices import plain_ndarray
+from .._strategy import numpy_grad_plan
+from .base import Backend
 
-#: The formulations of gather_grad, named as :func:`._strategy.numpy_grad_plan` returns them.
+#: The formulations of gather_grad, named as :func:`gatherx._strategy.numpy_grad_plan` returns them.
 GRAD_PLANS = ("add.at", "rows", "elements")
 #: Occurrence rounds of the row fix-up before np.add.at takes the rest of a repeated index.
 _ROUNDS = 8
 #: Flat positions per block of the element plan: 256 KiB of intp, cache-sized.
 _BLOCK_POSITIONS = 1 << 15
 
-
-def gather(data: np.ndarray, idx: np.ndarray, axis: int, opset: int) -> np.ndarray:
-    """Gather with host indices already dtype-checked; bounds are checked here."""
-    if opset < 11 and idx.size and idx.min() < 0:
-        raise out_of_bounds_error(idx, data.shape[axis], axis, opset)
-    try:
-        # The method skips np.take's Python wrapper (~0.8 us). Its default mode "raise"
-        # accepts exactly [-s, s-1], the Gather-11 range, and fills a fresh array only.
-        out = data.take(idx, axis)
-    except IndexError:
-        raise out_of_bounds_error(idx, data.shape[axis], axis, opset) from None
-    # A rank-0 result is a NumPy scalar from take; Gather's output is a tensor on every backend.
-    return out if type(out) is np.ndarray else np.asarray(out)
+# The fast path decides, by identity and set tests, the data dtypes every opset from
+# Gather-11 on accepts and that need no further look (strings and bfloat16 take the flow).
+_FAST_DATA_DTYPES = frozenset(
+    np.dtype(name) for name in _rules.data_dtypes(_rules.NEGATIVE_INDICES_SINCE) - {"string"}
+)
+_FAST_INDEX_DTYPES = frozenset(np.dtype(name) for name in _rules.INDEX_DTYPES)
 
 
-def gather_grad(shape: tuple[int, ...], idx: np.ndarray, grad: np.ndarray, axis: int) -> np.ndarray:
-    """Scatter-add ``grad`` into zeros of ``shape`` along ``axis``; ``idx`` is in bounds."""
-    return grad_by_plan(None, shape, idx, grad, axis)
+class NumpyBackend(Backend):
+    name = "numpy"
+
+    def gather(self, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
+        # Small gathers are dominated by Python overhead: the common case is decided in a few
+        # identity and set tests. Non-empty data makes ndarray.take check every index against
+        # exactly [-s, s-1], Gather-11's range; the flow reports what it refuses.
+        if (
+            type(indices) is np.ndarray
+            and type(axis) is int
+            and type(opset) is int
+            and opset >= _rules.NEGATIVE_INDICES_SINCE
+            and type(data) is np.ndarray
+            and -data.ndim <= axis < data.ndim
+            and data.dtype in _FAST_DATA_DTYPES
+            and indices.dtype in _FAST_INDEX_DTYPES
+            and data.size
+            and indices.dtype.isnative
+        ):
+            try:
+                return self.take(data, indices, axis % data.ndim)
+            except IndexError:
+                pass
+        return super().gather(data, indices, axis, opset)
+
+    def check_array(self, x: Any, fn: str, role: str) -> Any:
+        return plain_ndarray(x, fn, role) if isinstance(x, np.ndarray) else np.asarray(x)
+
+    def from_host(self, host: np.ndarray, like: Any) -> Any:
+        return host
+
+    def take(self, data: np.ndarray, index: np.ndarray, axis: int) -> np.ndarray:
+        if index.ndim == 0 and data.ndim == 1:
+            # take gives a NumPy scalar here, and a 0-d array of it may change its dtype
+            # (objects, byte order); Gather's output is an array of the data's dtype.
+            return data.take(index.reshape(1), 0).reshape(())
+        # The method skips np.take's Python wrapper (~0.8 us).
+        return data.take(index, axis)
+
+    def scatter_add(
+        self, shape: tuple[int, ...], index: np.ndarray, grad: np.ndarray, axis: int
+    ) -> np.ndarray:
+        if self.dtype_name(grad) in _rules.HALF_DTYPES:
+            # Half precision would round every partial sum: add in float32, round once.
+            out = grad_by_plan(None, shape, index, grad.astype(np.float32), axis)
+            return out.astype(grad.dtype)
+        return grad_by_plan(None, shape, index, grad, axis)
 
 
 def grad_by_plan(
     plan: str | None, shape: tuple[int, ...], idx: np.ndarray, grad: np.ndarray, axis: int
 ) -> np.ndarray:
-    """gather_grad by the formulation ``plan`` (one of :data:`GRAD_PLANS`), or by the one
-    :func:`._strategy.numpy_grad_plan` picks for these shapes and indices if None.
+    """gather_grad at non-negative, in-range ``idx`` by the formulation ``plan`` (one of
+    :data:`GRAD_PLANS`), or by the one :func:`gatherx._strategy.numpy_grad_plan` picks if None.
     """
     if plan is not None and plan not in GRAD_PLANS:
         msg = f"unknown gather_grad plan {plan!r}; known: {', '.join(GRAD_PLANS)}"
         raise ValueError(msg)
     size = shape[axis]
     flat = idx.reshape(-1)
-    if flat.size and flat.min() < 0:
-        flat = np.where(flat < 0, flat + size, flat)
     pre, n, post = math.prod(shape[:axis]), flat.size, math.prod(shape[axis + 1 :])
     repeats, counted = None, False
     if plan is None:
@@ -145,3 +182,7 @@ def _add_elements(out3: np.ndarray, flat: np.ndarray, g3: np.ndarray) -> None:
         k = min(rows, pre - r0)
         np.add(offsets[:k], r0 * size * post, out=buf[:k])
         np.add.at(out1, buf[:k].reshape(-1), g2[r0 : r0 + k].reshape(-1))
+
+
+#: The one instance the dispatch uses.
+BACKEND = NumpyBackend()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import dask.array as da
 import numpy as np
@@ -21,7 +21,8 @@ from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 from dask.task_spec import List, Task, TaskRef
 
-from ._checks import check_host_bounds, index_range, make_out_of_bounds_error
+from .. import _errors, _rules
+from .base import Backend
 
 Chunks = tuple[tuple[int, ...], ...]
 
@@ -34,37 +35,40 @@ def _blocks(chunks: Chunks) -> Iterator[tuple[int, ...]]:
     return itertools.product(*(range(len(c)) for c in chunks))
 
 
-def _require_known(chunks: Chunks, what: str) -> None:
+def _require_known(chunks: Chunks, what: str, fn: str) -> None:
     if any(math.isnan(c) for dim in chunks for c in dim):
-        msg = f"gather: {what} has unknown chunk sizes; call .compute_chunk_sizes() on it first"
-        raise ValueError(msg)
+        raise _errors.unknown_chunks(fn, what)
 
 
 # Tasks: what the scheduler runs on blocks.
 
 
 def _first_bad(
-    block: np.ndarray, lo: int, hi: int, start: tuple[int, ...], shape: tuple[int, ...]
+    block: np.ndarray, size: int, opset: int, start: tuple[int, ...], shape: tuple[int, ...]
 ) -> tuple[int, int] | None:
     """(flat position in the whole index array, value) of the block's first bad index."""
-    bad = (block < lo) | (block > hi)
-    if not bad.any():
+    found = _rules.first_bad(block, size, opset)
+    if found is None:
         return None
-    local = np.unravel_index(int(np.argmax(bad.reshape(-1))), block.shape)
+    value, local = found
     position = tuple(int(s + p) for s, p in zip(start, local, strict=True))
-    flat = int(np.ravel_multi_index(position, shape)) if shape else 0
-    return flat, int(block[local])
+    return (int(np.ravel_multi_index(position, shape)) if shape else 0), value
 
 
 def _raise_first_bad(
-    found: list[tuple[int, int] | None], shape: tuple[int, ...], size: int, axis: int, opset: int
+    found: list[tuple[int, int] | None],
+    shape: tuple[int, ...],
+    size: int,
+    axis: int,
+    opset: int,
+    fn: str,
 ) -> None:
     """Raise the eager error for the first bad index over all blocks, if any."""
     hits = [f for f in found if f is not None]
     if hits:
         flat, value = min(hits)
         position = tuple(int(p) for p in np.unravel_index(flat, shape)) if shape else ()
-        raise make_out_of_bounds_error(value, position, size, axis, opset)
+        raise _errors.out_of_bounds(fn, value, position, size, axis, opset)
 
 
 def _normalized(block: np.ndarray, checked: None, size: int) -> np.ndarray:
@@ -155,12 +159,8 @@ class _Index:
         self.name = ""
 
     @classmethod
-    def from_host(
-        cls, host: np.ndarray, chunks: Chunks, size: int, axis: int, opset: int
-    ) -> _Index:
-        check_host_bounds(host, size, axis, opset)
-        if host.size and host.min() < 0:
-            host = np.where(host < 0, host + size, host)
+    def from_host(cls, host: np.ndarray, chunks: Chunks) -> _Index:
+        """Blocks of host indices that the flow has already checked and made non-negative."""
         index = cls(chunks)
         starts = [_offsets(c) for c in chunks]
         for b in _blocks(chunks):
@@ -170,14 +170,13 @@ class _Index:
 
     @classmethod
     def from_dask(
-        cls, indices: da.Array, chunks: Chunks, size: int, axis: int, opset: int
+        cls, indices: da.Array, chunks: Chunks, size: int, axis: int, opset: int, fn: str
     ) -> _Index:
         """Each block is checked, the first bad index of all is raised, then blocks normalised."""
         if indices.chunks != chunks:
             indices = indices.rechunk(chunks)
         index = cls(chunks)
         index.dependencies.append(indices)
-        lo, hi = index_range(size, opset)
         token = tokenize(indices, size, axis, opset)
         check, verdict, index.name = (f"gather-{s}-{token}" for s in ("check", "verdict", "index"))
         starts = [_offsets(c) for c in chunks]
@@ -186,11 +185,11 @@ class _Index:
             start = tuple(s[i] for s, i in zip(starts, b, strict=True))
             source = TaskRef((indices.name, *b))
             key: Any = (check, *b)
-            index.layer[key] = Task(key, _first_bad, source, lo, hi, start, indices.shape)
+            index.layer[key] = Task(key, _first_bad, source, size, opset, start, indices.shape)
             found.append(TaskRef(key))
         shape = tuple(indices.shape)
         index.layer[verdict] = Task(
-            verdict, _raise_first_bad, List(*found), shape, size, axis, opset
+            verdict, _raise_first_bad, List(*found), shape, size, axis, opset, fn
         )
         for b in _blocks(chunks):
             key = (index.name, *b)
@@ -225,14 +224,23 @@ class _Index:
         return out
 
 
-def _index(
-    indices: Any, host: np.ndarray | None, chunks: Chunks | None, size: int, axis: int, opset: int
-) -> _Index:
-    if host is not None:
+class _Lazy(NamedTuple):
+    """Dask indices, checked in the graph when it is computed."""
+
+    indices: da.Array
+    size: int
+    axis: int
+    opset: int
+    fn: str
+
+
+def _index(index: np.ndarray | _Lazy, chunks: Chunks | None) -> _Index:
+    if isinstance(index, np.ndarray):
         assert chunks is not None
-        return _Index.from_host(host, chunks, size, axis, opset)
-    _require_known(indices.chunks, "indices")
-    return _Index.from_dask(indices, chunks or indices.chunks, size, axis, opset)
+        return _Index.from_host(index, chunks)
+    _require_known(index.indices.chunks, "indices", index.fn)
+    chunks = chunks or index.indices.chunks
+    return _Index.from_dask(index.indices, chunks, index.size, index.axis, index.opset, index.fn)
 
 
 def _host_chunks(shape: tuple[int, ...], rows: int) -> Chunks:
@@ -277,26 +285,24 @@ def _block_shape(chunks: Chunks, b: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(c[i] for c, i in zip(chunks, b, strict=True))
 
 
-def gather(
-    data: da.Array, indices: Any, host: np.ndarray | None, axis: int, opset: int
-) -> da.Array:
-    """Lazy ``data`` gathered along ``axis``; NumPy ``host`` indices are checked now."""
-    _require_known((data.chunks[axis],), "data")
+def _gather(data: da.Array, index: np.ndarray | _Lazy, axis: int) -> da.Array:
+    """Lazy ``data`` gathered along ``axis``."""
+    _require_known((data.chunks[axis],), "data", "gather")
     rows = max(data.chunks[axis], default=1)
-    chunks = _host_chunks(host.shape, rows) if host is not None else None
-    index = _index(indices, host, chunks, data.shape[axis], axis, opset)
+    chunks = _host_chunks(index.shape, rows) if isinstance(index, np.ndarray) else None
+    blocks = _index(index, chunks)
     bounds = _offsets(data.chunks[axis])
     pre, post = data.chunks[:axis], data.chunks[axis + 1 :]
-    out_chunks = (*pre, *index.chunks, *post)
-    name = "gather-" + tokenize(data, host if host is not None else indices, axis, opset)
+    out_chunks = (*pre, *blocks.chunks, *post)
+    name = "gather-" + tokenize(data, index, axis)
     meta = meta_from_array(data._meta, ndim=len(out_chunks))
     layer: dict[Any, Any] = {}
-    for ib in _blocks(index.chunks):
-        index_shape = _block_shape(index.chunks, ib)
-        touched = index.touched(ib, bounds)
+    for ib in _blocks(blocks.chunks):
+        index_shape = _block_shape(blocks.chunks, ib)
+        touched = blocks.touched(ib, bounds)
         for pb, qb in itertools.product(_blocks(pre), _blocks(post)):
             steps = [
-                (_take_masked, (data.name, *pb, k, *qb), index.block(ib), bounds[k], axis)
+                (_take_masked, (data.name, *pb, k, *qb), blocks.block(ib), bounds[k], axis)
                 if local is None
                 else (_take_at, (data.name, *pb, k, *qb), index_shape, positions, local, axis)
                 for k, positions, local in touched
@@ -304,25 +310,25 @@ def gather(
             key = (name, *pb, *ib, *qb)
             empty = (_empty_output, meta, _block_shape(out_chunks, (*pb, *ib, *qb)))
             layer.update(_chain(key, steps, empty))
-    return _array(name, layer, data, index, out_chunks)
+    return _array(name, layer, data, blocks, out_chunks)
 
 
-def gather_grad(
-    shape: tuple[int, ...], indices: Any, host: np.ndarray | None, grad: da.Array, axis: int
+def _gather_grad(
+    shape: tuple[int, ...], index: np.ndarray | _Lazy, grad: da.Array, axis: int
 ) -> da.Array:
-    """Lazy scatter-add of ``grad`` into zeros of ``shape``; NumPy indices are checked now."""
-    q = host.ndim if host is not None else indices.ndim
+    """Lazy scatter-add of ``grad`` into zeros of ``shape``."""
+    q = index.ndim if isinstance(index, np.ndarray) else index.indices.ndim
     pre, post = grad.chunks[:axis], grad.chunks[axis + q :]
-    _require_known(grad.chunks[axis : axis + q], "grad")
-    index = _index(indices, host, grad.chunks[axis : axis + q], shape[axis], axis, 13)
+    _require_known(grad.chunks[axis : axis + q], "grad", "gather_grad")
+    blocks = _index(index, grad.chunks[axis : axis + q])
     out_chunks = normalize_chunks((*pre, "auto", *post), shape, dtype=grad.dtype)
     bounds = _offsets(out_chunks[axis])
-    name = "gather-grad-" + tokenize(shape, host if host is not None else indices, grad, axis)
+    name = "gather-grad-" + tokenize(shape, index, grad, axis)
     meta = meta_from_array(grad._meta, ndim=len(shape))
     # The index blocks that add into each block along the axis.
     adds: dict[int, list[tuple[tuple[int, ...], Any, Any]]] = {}
-    for ib in _blocks(index.chunks):
-        for k, positions, local in index.touched(ib, bounds):
+    for ib in _blocks(blocks.chunks):
+        for k, positions, local in blocks.touched(ib, bounds):
             if local is not None and positions is None:
                 positions = np.arange(local.size)
             adds.setdefault(k, []).append((ib, positions, local))
@@ -335,7 +341,7 @@ def gather_grad(
                 (
                     _add_masked,
                     (grad.name, *pb, *ib, *qb),
-                    index.block(ib),
+                    blocks.block(ib),
                     bounds[k],
                     block_shape,
                     axis,
@@ -345,4 +351,34 @@ def gather_grad(
                 for ib, positions, local in adds.get(k, [])
             ]
             layer.update(_chain(key, steps, (_zeros, meta, block_shape)))
-    return _array(name, layer, grad, index, out_chunks)
+    return _array(name, layer, grad, blocks, out_chunks)
+
+
+class DaskBackend(Backend):
+    """Lazy graphs; NumPy indices are checked when the graph is built, Dask ones in it."""
+
+    name = "dask"
+
+    def from_host(self, host: np.ndarray, like: Any) -> Any:
+        return host
+
+    def bounds(self, index: Any) -> tuple[int, int] | None:
+        return None  # values are known only when the graph is computed
+
+    def size(self, index: Any) -> int:
+        return 1  # even an empty Dask index is checked in the graph, as any other
+
+    def unchecked(self, index: Any, size: int, axis: int, opset: int, fn: str) -> Any:
+        return _Lazy(index, size, axis, opset, fn)
+
+    def take(self, data: Any, index: Any, axis: int) -> Any:
+        return _gather(data, index, axis)
+
+    def scatter_add(self, shape: tuple[int, ...], index: Any, grad: Any, axis: int) -> Any:
+        if self.dtype_name(grad) in _rules.HALF_DTYPES:  # sum in float32, round once
+            return _gather_grad(shape, index, grad.astype(np.float32), axis).astype(grad.dtype)
+        return _gather_grad(shape, index, grad, axis)
+
+
+#: The one instance the dispatch uses.
+BACKEND = DaskBackend()

@@ -9,16 +9,18 @@ from __future__ import annotations
 # hessian come from it and dropped reads get no gradient), batching (vmap over data, indices
 # or both) and checkify's index check. A custom rule would only add a layer to get wrong.
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from . import _jax_sharding
-from ._checks import check_host_bounds
-from ._strategy import jax_gather_mode, jax_layout_plan
+from .. import _rules
+from .._indices import plain_ndarray
+from .._strategy import jax_gather_mode, jax_layout_plan
+from . import jax_sharding as _jax_sharding
+from .base import Backend
 
 _MODES = {
     "fill_or_drop": lax.GatherScatterMode.FILL_OR_DROP,
@@ -78,10 +80,23 @@ def _lax_take(
     return _jax_sharding.gather(partial(_take, axis=axis, mode=mode), data, index, axis)
 
 
+def _in_range(index: jax.Array, size: int, negative: bool, unchecked: bool) -> jax.Array:
+    """``index`` wrapped where negatives are valid; ``unchecked`` wide bad values made ``size``.
+
+    ``lax.gather`` and ``lax.scatter_add`` narrow int64 indices to int32 before their own
+    range mask when the operand fits, so 2**32 would read row 0: the mask comes first here,
+    in the index's own dtype.
+    """
+    if negative:
+        index = jnp.where(index < 0, index + size, index)
+    if unchecked and index.dtype.itemsize > 4:
+        index = jnp.where((index >= 0) & (index < size), index, size)
+    return index
+
+
 @partial(jax.jit, static_argnames=("axis", "negative", "mode"))
 def _gather(data: jax.Array, index: jax.Array, axis: int, negative: bool, mode: str) -> jax.Array:
-    if negative:
-        index = jnp.where(index < 0, index + data.shape[axis], index)
+    index = _in_range(index, data.shape[axis], negative, mode != "promise_in_bounds")
     return _lax_take(data, index, axis, mode)
 
 
@@ -114,36 +129,71 @@ def _add(index: jax.Array, grad: jax.Array, shape: tuple[int, ...], axis: int) -
     return lax.scatter_add(zeros, index[..., None], grad, dnums, mode=_MODES["fill_or_drop"])
 
 
-@partial(jax.jit, static_argnames=("shape", "axis"))
-def _gather_grad(shape: tuple[int, ...], index: jax.Array, grad: jax.Array, axis: int) -> jax.Array:
-    index = jnp.where(index < 0, index + shape[axis], index)
-    return _lax_scatter_add(shape, index, grad, axis)
+@partial(jax.jit, static_argnames=("shape", "axis", "negative"))
+def _gather_grad(
+    shape: tuple[int, ...], index: jax.Array, grad: jax.Array, axis: int, negative: bool
+) -> jax.Array:
+    dtype = grad.dtype
+    if dtype in _HALF:  # sum in float32, round once
+        grad = grad.astype(jnp.float32)
+    index = _in_range(index, shape[axis], negative, True)
+    return _lax_scatter_add(shape, index, grad, axis).astype(dtype)
+
+
+_HALF = frozenset(np.dtype(jnp.dtype(name)) for name in _rules.HALF_DTYPES)
 
 
 def is_traced(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
-def to_index(indices: Any, host: np.ndarray | None, data: jax.Array) -> jax.Array:
-    return indices if host is None else jnp.asarray(host)
+class _Traced(NamedTuple):
+    """A traced index and whether its negatives are valid: bad ones read the fill value."""
+
+    values: jax.Array
+    negative: bool
 
 
-def checked_index(
-    index: jax.Array, size: int, axis: int, opset: int, host: np.ndarray | None
-) -> jax.Array:
-    """Raise for out-of-range concrete indices; traced ones are left to FILL_OR_DROP/checkify."""
-    if host is None and not is_traced(index):
-        host = np.asarray(index)
-    if host is not None:
-        check_host_bounds(host, size, axis, opset)
-    return index
+class JaxBackend(Backend):
+    name = "jax"
+    takes_numpy_data = True
+
+    def check_array(self, x: Any, fn: str, role: str) -> Any:
+        if isinstance(x, (np.ndarray, np.generic)):  # JAX's convention: NumPy arrays are inputs
+            return jnp.asarray(plain_ndarray(x, fn, role) if isinstance(x, np.ndarray) else x)
+        return x
+
+    def from_host(self, host: np.ndarray, like: Any) -> Any:
+        return jnp.asarray(host)
+
+    def bounds(self, index: Any) -> tuple[int, int] | None:
+        if is_traced(index):
+            return None
+        values = np.asarray(index)
+        return int(values.min()), int(values.max())
+
+    def unchecked(self, index: Any, size: int, axis: int, opset: int, fn: str) -> Any:
+        return _Traced(index, opset >= _rules.NEGATIVE_INDICES_SINCE)
+
+    def wrap(self, index: Any, size: int, low: int, opset: int) -> Any:
+        return index  # the jitted kernels wrap (cheaper there than an eager op)
+
+    def take(self, data: Any, index: Any, axis: int) -> Any:
+        if isinstance(index, _Traced):
+            mode = jax_gather_mode(indices_checked=False)
+            return _gather(data, index.values, axis=axis, negative=index.negative, mode=mode)
+        if index.size == 0:  # nothing to read (and checkify cannot check an empty gather)
+            return jnp.zeros(_rules.output_shape(data.shape, index.shape, axis), data.dtype)
+        mode = jax_gather_mode(indices_checked=True)
+        return _gather(data, index, axis=axis, negative=True, mode=mode)
+
+    def scatter_add(self, shape: tuple[int, ...], index: Any, grad: Any, axis: int) -> Any:
+        if isinstance(index, _Traced):
+            return _gather_grad(shape, index.values, grad, axis=axis, negative=index.negative)
+        if index.size == 0:
+            return jnp.zeros(shape, grad.dtype)
+        return _gather_grad(shape, index, grad, axis=axis, negative=True)
 
 
-def gather(data: jax.Array, index: jax.Array, axis: int, opset: int) -> jax.Array:
-    # Concrete indices reach here only after checked_index read them on the host.
-    mode = jax_gather_mode(indices_checked=not is_traced(index))
-    return _gather(data, index, axis=axis, negative=opset >= 11, mode=mode)
-
-
-def gather_grad(shape: tuple[int, ...], index: jax.Array, grad: jax.Array, axis: int) -> jax.Array:
-    return _gather_grad(shape, index, grad, axis=axis)
+#: The one instance the dispatch uses.
+BACKEND = JaxBackend()

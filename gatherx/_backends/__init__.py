@@ -1,0 +1,1 @@
+"""One module (or small package) per array framework, each a :class:`.base.Backend`."""

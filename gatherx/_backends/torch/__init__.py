@@ -1,0 +1,184 @@
+"""The PyTorch backend: validation by the shared flow, with an eager CPU path in front of it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ... import _errors, _rules
+from ..base import Backend
+from . import autograd, bounds, kernels
+from .modes import needs_autograd, plain_eager, tracing
+
+#: Plain tensors and parameters: subclasses with their own __torch_function__ (FakeTensor
+#: included) take the flow.
+_PLAIN_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
+_INDEX_DTYPES = frozenset(getattr(torch, name) for name in _rules.INDEX_DTYPES)
+
+
+def _torch_dtypes(names: frozenset[str]) -> frozenset[torch.dtype]:
+    return frozenset(
+        getattr(torch, n) for n in names if isinstance(getattr(torch, n, None), torch.dtype)
+    )
+
+
+#: The data dtypes the eager path decides, for opsets from Gather-11 (index 0) and Gather-13 (1).
+_FAST_DATA_DTYPES = (
+    _torch_dtypes(_rules.data_dtypes(_rules.NEGATIVE_INDICES_SINCE)),
+    _torch_dtypes(_rules.data_dtypes(_rules.BFLOAT16_SINCE)),
+)
+_GRAD_DTYPES = _torch_dtypes(_rules.GRAD_DTYPES)
+
+
+class TorchBackend(Backend):
+    name = "torch"
+
+    def gather(self, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
+        # After a large gather has evicted the interpreter's code and data from the CPU
+        # caches, each Python step costs several times its warm time: the common eager CPU
+        # call is decided in few steps, by the same tables the flow reads.
+        if (
+            type(indices) is torch.Tensor
+            and type(axis) is int
+            and type(opset) is int
+            and opset >= _rules.NEGATIVE_INDICES_SINCE
+            and type(data) in _PLAIN_TYPES
+            and -(ndim := data.ndim) <= axis < ndim
+            and indices.dtype in _INDEX_DTYPES
+            and data.dtype in _FAST_DATA_DTYPES[opset >= _rules.BFLOAT16_SINCE]
+            and indices.is_cpu
+            and data.is_cpu
+            and data.layout is torch.strided
+            and indices.layout is torch.strided
+            and not data.is_nested
+            and not indices.is_nested
+            and plain_eager()
+        ):
+            out = self._eager_gather(data, indices, axis % ndim, opset)
+            if out is not None:
+                return out
+        return super().gather(data, indices, axis, opset)
+
+    def _eager_gather(
+        self, data: torch.Tensor, indices: torch.Tensor, axis: int, opset: int
+    ) -> torch.Tensor | None:
+        grad = data.requires_grad
+        if axis == 0 and data.dtype not in kernels.BIT_TWIN:
+            # index_select checks every index against [0, s-1] as it copies rows (all of
+            # ATen's CPU branches do; tests/test_torch_eager.py holds it to that), so the
+            # bounds pass, ~5% of a large gather, runs only where it objects: a negative index
+            # to wrap or a bad one to report. Only the discarded output saw any work.
+            try:
+                return (
+                    autograd.eager_apply(data, indices, 0) if grad else kernels.rows(data, indices)
+                )
+            except (IndexError, RuntimeError):  # RuntimeError: from zero-size data
+                pass
+        if not indices.numel():
+            return None
+        size = data.shape[axis]
+        index = self._eager_bounded(indices, size, axis, opset, "gather")
+        if grad:
+            return autograd.eager_apply(data, index, axis)
+        return kernels.take_eager(data, index, axis)
+
+    def _eager_bounded(
+        self, indices: torch.Tensor, size: int, axis: int, opset: int, fn: str
+    ) -> torch.Tensor:
+        """:meth:`bounded` for a non-empty plain CPU index, reading it in one ATen pass."""
+        low, high = bounds.read_cpu(indices)
+        if _rules.out_of_range(low, high, size, opset):
+            _rules.raise_first_bad(indices.numpy(), size, axis, opset, fn)
+        return self.wrap(indices, size, low, opset)
+
+    def gather_grad(self, shape: Any, indices: Any, grad: Any, axis: Any) -> Any:
+        if (
+            type(indices) is torch.Tensor
+            and type(axis) is int
+            and type(grad) is torch.Tensor
+            and indices.dtype in _INDEX_DTYPES
+            and grad.dtype in _GRAD_DTYPES
+            and indices.is_cpu
+            and grad.is_cpu
+            and grad.layout is torch.strided
+            and indices.layout is torch.strided
+            and not grad.is_nested
+            and not indices.is_nested
+            and not grad.requires_grad
+            and indices.numel()
+            and plain_eager()
+        ):
+            fn = "gather_grad"
+            shape = _rules.check_shape(shape)
+            axis = _rules.normalize_axis(axis, len(shape), fn)
+            _rules.check_grad_shape(tuple(grad.shape), shape, tuple(indices.shape), axis)
+            size = shape[axis]
+            index = self._eager_bounded(indices, size, axis, _rules.GRAD_OPSET, fn)
+            return kernels.scatter_add(grad, index, axis, size)
+        return super().gather_grad(shape, indices, grad, axis)
+
+    # -- primitives -----------------------------------------------------------------------
+
+    def check_array(self, x: Any, fn: str, role: str) -> Any:
+        _refuse_layouts(x, fn, role)
+        return x
+
+    def check_index(self, index: Any, like: Any, fn: str) -> None:
+        _refuse_layouts(index, fn, "indices")
+        if index.device != like.device:
+            raise _errors.device_mismatch(fn, index.device, like.device)
+
+    def from_host(self, host: np.ndarray, like: Any) -> Any:
+        if not host.flags.writeable or any(s < 0 for s in host.strides):
+            host = np.array(host)  # torch refuses negative strides and warns on read-only memory
+        return torch.as_tensor(host, device=like.device)
+
+    def bounds(self, index: Any) -> tuple[int, int] | None:
+        return bounds.read(index)
+
+    def to_host(self, index: Any) -> np.ndarray:
+        return bounds.to_host(index)
+
+    def unchecked(self, index: Any, size: int, axis: int, opset: int, fn: str) -> Any:
+        return bounds.traced_check(index, size, axis, opset, fn)
+
+    def wrap(self, index: Any, size: int, low: int, opset: int) -> Any:
+        # A TorchScript trace must not depend on the values seen while tracing: it records
+        # the wrap always (the exported ONNX Gather wraps negatives itself).
+        if low < 0 or (
+            opset >= _rules.NEGATIVE_INDICES_SINCE
+            and tracing()
+            and not torch.onnx.is_in_onnx_export()
+        ):
+            return torch.where(index < 0, index + size, index)
+        return index
+
+    def size(self, index: Any) -> int:
+        return index.numel()
+
+    def take(self, data: Any, index: Any, axis: int) -> Any:
+        if not needs_autograd(data):
+            return kernels.take(data, index, axis, eager=True)
+        return autograd.apply_gather(data, index, axis)
+
+    def scatter_add(self, shape: tuple[int, ...], index: Any, grad: Any, axis: int) -> Any:
+        if not needs_autograd(grad):
+            return kernels.scatter_add(grad, index, axis, shape[axis])
+        return autograd.apply_scatter_add(grad, index, axis, shape[axis])
+
+
+def _refuse_layouts(x: torch.Tensor, fn: str, role: str) -> None:
+    if x.layout is not torch.strided:
+        raise _errors.unsupported_array(
+            fn, role, x, f"layout {x.layout}", "convert with .to_dense() first"
+        )
+    if x.is_nested:
+        raise _errors.unsupported_array(
+            fn, role, x, "a nested tensor", "gather each of its tensors, or pad it to one"
+        )
+
+
+#: The one instance the dispatch uses.
+BACKEND = TorchBackend()

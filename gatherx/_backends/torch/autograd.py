@@ -1,0 +1,138 @@
+"""PyTorch autograd: Functions for gather and scatter-add that differentiate each other."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .kernels import scatter_add, take, take_eager
+from .modes import compiling, functorch_active
+
+
+class _GatherNoJvp(torch.autograd.Function):
+    """Gather on in-bounds, non-negative ``index``; backward is a differentiable scatter-add."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
+        return take(data, index, axis)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+        data, index, axis = inputs
+        ctx.save_for_backward(index)
+        ctx.size = data.shape[axis]
+        ctx.axis = axis
+        ctx.set_materialize_grads(True)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None]:
+        (index,) = ctx.saved_tensors
+        if not ctx.needs_input_grad[0]:
+            return None, None, None
+        return apply_scatter_add(grad, index, ctx.axis, ctx.size), None, None
+
+    @staticmethod
+    def symbolic(g: Any, data: Any, index: Any, axis: int) -> Any:
+        """One ONNX ``Gather`` node for torch's TorchScript ONNX exporter (opsets below 18)."""
+        return g.op("Gather", data, index, axis_i=axis)
+
+
+class _GatherFn(_GatherNoJvp):
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+        _GatherNoJvp.setup_context(ctx, inputs, output)
+        ctx.save_for_forward(inputs[1])  # torch.func's vmap rule needs it saved, not an attribute
+
+    @staticmethod
+    def jvp(ctx: Any, data_t: torch.Tensor, index_t: Any, axis_t: Any) -> torch.Tensor:
+        (index,) = ctx.saved_tensors
+        return take(data_t, index, ctx.axis)
+
+
+class GatherEager(torch.autograd.Function):
+    """``_GatherFn`` for plain eager autograd, in the old style (``forward`` takes ``ctx``).
+
+    ``Function.apply`` runs ``inspect.signature`` on every call of a Function that defines
+    ``setup_context`` (~20 us), which torch.func's transforms need and plain autograd does not;
+    the eager path uses this one where no transform, compiler, tracer or forward AD is active.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
+        ctx.save_for_backward(index)
+        ctx.size = data.shape[axis]
+        ctx.axis = axis
+        return take_eager(data, index, axis)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None]:
+        (index,) = ctx.saved_tensors
+        if not ctx.needs_input_grad[0]:
+            return None, None, None
+        if torch.is_grad_enabled() or functorch_active():
+            # create_graph=True, or vmap over the backward (gradcheck's batched grad)
+            return apply_scatter_add(grad, index, ctx.axis, ctx.size), None, None
+        return scatter_add(grad, index, ctx.axis, ctx.size), None, None
+
+
+class _ScatterAddNoJvp(torch.autograd.Function):
+    """Scatter-add of ``grad`` into zeros of size ``size`` on ``axis``; its backward is a gather.
+
+    Only ``size`` is passed, not the whole data shape: the other dimensions are ``grad``'s,
+    which keeps every argument a tensor or an int for vmap's generated rule and for Dynamo.
+    """
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -> torch.Tensor:
+        return scatter_add(grad, index, axis, size)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+        _, index, axis, _ = inputs
+        ctx.save_for_backward(index)
+        ctx.axis = axis
+        ctx.set_materialize_grads(True)
+
+    @staticmethod
+    def backward(ctx: Any, gg: torch.Tensor) -> tuple[torch.Tensor | None, None, None, None]:
+        (index,) = ctx.saved_tensors
+        if not ctx.needs_input_grad[0]:
+            return None, None, None, None
+        return apply_gather(gg, index, ctx.axis), None, None, None
+
+
+class _ScatterAddFn(_ScatterAddNoJvp):
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+        _ScatterAddNoJvp.setup_context(ctx, inputs, output)
+        ctx.save_for_forward(inputs[1])
+        ctx.size = inputs[3]
+
+    @staticmethod
+    def jvp(ctx: Any, grad_t: torch.Tensor, *_: Any) -> torch.Tensor:
+        (index,) = ctx.saved_tensors
+        return scatter_add(grad_t, index, ctx.axis, ctx.size)
+
+
+# Dynamo refuses to trace an autograd.Function that defines jvp, so compiled code uses twins
+# without it; forward-mode AD is an eager (and torch.func) feature.
+def apply_gather(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
+    fn = _GatherNoJvp if compiling() else _GatherFn
+    return fn.apply(data, index, axis)
+
+
+def apply_scatter_add(
+    grad: torch.Tensor, index: torch.Tensor, axis: int, size: int
+) -> torch.Tensor:
+    fn = _ScatterAddNoJvp if compiling() else _ScatterAddFn
+    return fn.apply(grad, index, axis, size)
+
+
+def eager_apply(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
+    """Plain eager autograd (no torch.func, compiler, tracer or forward AD active)."""
+    return GatherEager.apply(data, index, axis)

@@ -1,0 +1,96 @@
+"""PyTorch index bounds: read where values can be read, an in-graph assert where they cannot."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ... import _errors, _rules
+from .modes import compiling
+
+
+@torch.library.custom_op("gatherx::assert_in_bounds", mutates_args=())
+def _assert_in_bounds(index: torch.Tensor, low: int, high: int, message: str) -> torch.Tensor:
+    """``index`` (a copy) after an asynchronous check that it lies in [low, high].
+
+    ``torch._assert_async`` has no vmap batching rule; this op has one, so compiled code
+    can check indices that are batched by ``torch.func.vmap``.
+    """
+    torch._assert_async(torch.all((index >= low) & (index <= high)), message)
+    return index.clone()
+
+
+@_assert_in_bounds.register_fake
+def _(index: torch.Tensor, low: int, high: int, message: str) -> torch.Tensor:
+    return torch.empty_like(index)
+
+
+@_assert_in_bounds.register_vmap
+def _(
+    info: Any, in_dims: tuple[Any, ...], index: torch.Tensor, low: int, high: int, message: str
+) -> tuple[torch.Tensor, Any]:
+    # Every sample must be in bounds, so the whole batch is checked at once.
+    return _assert_in_bounds(index, low, high, message), in_dims[0]
+
+
+def plain(t: torch.Tensor) -> torch.Tensor | None:
+    """``t`` with torch.func wrappers (vmap batches included) peeled off, or None if traced."""
+    if compiling():
+        return None
+    functorch = torch._C._functorch
+    while functorch.is_functorch_wrapped_tensor(t):
+        t = functorch.get_unwrapped(t)
+    if isinstance(t, torch._subclasses.FakeTensor) or t.device.type == "meta":
+        return None
+    return t
+
+
+def read(index: torch.Tensor) -> tuple[int, int] | None:
+    """(min, max) of a non-empty index, or None where its values cannot be read."""
+    values = plain(index)
+    if values is None:
+        return None
+    if values.device.type == "cpu":
+        # NumPy reads the same memory without waking torch's thread pool, whose start-up
+        # for aminmax cost 30-100 us per call next to the index_select that follows.
+        try:
+            host = values.numpy()
+            return int(host.min()), int(host.max())
+        except RuntimeError:  # inside torch.func transforms the tensor has no storage
+            pass
+    extremes = torch.stack(torch.aminmax(values)).tolist()  # one device sync, not two
+    return int(extremes[0]), int(extremes[1])
+
+
+def read_cpu(index: torch.Tensor) -> tuple[int, int]:
+    """(min, max) of a non-empty plain CPU index, in one ATen pass (the eager path's read)."""
+    low, high = torch.aminmax(index)
+    return int(low.item()), int(high.item())
+
+
+def to_host(index: torch.Tensor) -> np.ndarray:
+    """The values of a readable index (every sample of a vmap batch), to locate a bad one."""
+    values = plain(index)
+    assert values is not None
+    # tolist, not numpy(): inside torch.func transforms numpy() sees no storage
+    return np.asarray(values.tolist(), dtype=np.int64).reshape(tuple(values.shape))
+
+
+def traced_check(index: torch.Tensor, size: int, axis: int, opset: int, fn: str) -> torch.Tensor:
+    """The check where values cannot be read (compile, export, fake or meta tensors).
+
+    An in-graph assert that raises ``RuntimeError`` when run (a device-side assert on CUDA),
+    never a host sync and never a silent wrap or clamp; negatives are wrapped in the graph.
+    """
+    lo, hi = _rules.index_range(size, opset)
+    # The size may be symbolic here, and formatting it would specialise the graph to it.
+    msg = _errors.traced_out_of_bounds(fn, axis, opset)
+    if torch._C._functorch.is_batchedtensor(index):
+        index = _assert_in_bounds(index, lo, hi, msg)
+    else:
+        torch._assert_async(torch.all((index >= lo) & (index <= hi)), msg)
+    if opset >= _rules.NEGATIVE_INDICES_SINCE:
+        return torch.where(index < 0, index + size, index)
+    return index

@@ -1,0 +1,90 @@
+"""PyTorch kernels: ``index_select`` as :mod:`gatherx._strategy` plans it, and ``index_add_``."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ... import _rules
+from ..._strategy import torch_backward_plan, torch_forward_plan
+from .modes import compiling, tracing
+
+# uint16/32/64 are "shell" dtypes with few kernels; gather is pure data movement, so it runs
+# on the same bits viewed as the signed type of the same width.
+BIT_TWIN = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+_HALF = frozenset(getattr(torch, name) for name in _rules.HALF_DTYPES)
+
+
+def take(data: torch.Tensor, index: torch.Tensor, axis: int, eager: bool = False) -> torch.Tensor:
+    """``index_select`` as _strategy plans it; ``eager``: no compile, tracer or torch.func."""
+    shape = _rules.output_shape(data.shape, index.shape, axis)
+    twin = BIT_TWIN.get(data.dtype)
+    source = data.view(twin) if twin is not None else data
+    flat = index.reshape(-1)
+    plan = torch_forward_plan(
+        tuple(source.shape),
+        axis,
+        flat.shape[0],
+        contiguous=source.is_contiguous(),
+        itemsize=source.element_size(),
+        threads=1 if compiling() else torch.get_num_threads(),
+        device_type=source.device.type,
+        eager=eager,
+    )
+    # The TorchScript ONNX exporter replaces this body by one Gather node, but it still
+    # traces it, and its passes cannot digest the views.
+    if plan != "index_select" and not tracing():  # see _strategy
+        size = source.shape[axis]
+        pre, post = math.prod(source.shape[:axis]), math.prod(source.shape[axis + 1 :])
+        if plan == "rows":
+            source, axis = source.view(size, post), 0
+        elif plan == "rows_flat":
+            starts = torch.arange(0, pre * size, size, dtype=torch.int64, device=flat.device)
+            flat = (starts[:, None] + flat).reshape(-1)
+            source, axis = source.view(pre * size, post), 0
+        elif plan == "moved_out":
+            out = source.new_empty((pre, flat.shape[0], post))
+            moved = source.view(pre, size, post).transpose(0, 1)
+            torch.index_select(moved, 0, flat, out=out.transpose(0, 1))
+            return out.view(shape) if twin is None else out.view(shape).view(data.dtype)
+        else:
+            source, axis = source.view(pre, size, post), 1
+    out = torch.index_select(source, axis, flat).view(shape)
+    return out.view(data.dtype) if twin is not None else out
+
+
+def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -> torch.Tensor:
+    """Zeros with ``grad`` added at non-negative in-range ``index``; ``size`` is the axis's."""
+    # index_add is deterministic under torch.use_deterministic_algorithms(True), CUDA included.
+    flat = index.reshape(-1)
+    if torch_backward_plan(str(flat.dtype)[6:], flat.device.type) == "index_add_int64":
+        flat = flat.long()  # see _strategy: the CPU kernel's fast path needs int64
+    before, after = grad.shape[:axis], grad.shape[axis + index.ndim :]
+    dtype = grad.dtype
+    source = grad.reshape((*before, flat.shape[0], *after))
+    if dtype in _HALF:  # half precision would round every partial sum: add in float32
+        source = source.float()
+    else:
+        # two's-complement addition gives the same bits for signed and unsigned integers
+        twin = BIT_TWIN.get(dtype)
+        if twin is not None:
+            source = source.view(twin)
+    out = source.new_zeros((*before, size, *after)).index_add_(axis, flat, source)
+    if dtype in _HALF:
+        return out.to(dtype)  # rounded once
+    return out if out.dtype is dtype else out.view(dtype)
+
+
+def rows(data: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """Gather on axis 0: ATen copies whole rows on dim 0 whatever the rank, so no plan or view."""
+    if index.ndim == 1:
+        return torch.index_select(data, 0, index)
+    out = torch.index_select(data, 0, index.reshape(-1))
+    return out.view((*index.shape, *data.shape[1:]))
+
+
+def take_eager(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
+    if axis == 0 and data.dtype not in BIT_TWIN:
+        return rows(data, index)
+    return take(data, index, axis, eager=True)

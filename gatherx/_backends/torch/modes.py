@@ -1,0 +1,45 @@
+"""Which PyTorch machinery is active around a call: compiler, exporter, tracer, torch.func."""
+
+from __future__ import annotations
+
+import torch
+
+# Module-level names: each attribute hop costs a cache miss on the eager path.
+_is_compiling = torch.compiler.is_compiling
+_is_exporting = torch.compiler.is_exporting
+_tracing_state = torch._C._get_tracing_state
+_functorch_active = torch._C._are_functorch_transforms_active
+_forward_ad = torch.autograd.forward_ad
+
+
+def compiling() -> bool:
+    """Dynamo or torch.export is tracing: values cannot be read, the graph is specialised."""
+    return _is_compiling() or _is_exporting()
+
+
+def tracing() -> bool:
+    """The TorchScript tracer is recording (torch.jit.trace, the TorchScript ONNX exporter)."""
+    return _tracing_state() is not None
+
+
+def functorch_active() -> bool:
+    return _functorch_active()
+
+
+def plain_eager() -> bool:
+    """No compiler, exporter, TorchScript tracer, torch.func transform or forward AD active."""
+    return not (
+        _is_compiling()
+        or _is_exporting()
+        or _tracing_state() is not None
+        or _functorch_active()
+        or _forward_ad._current_level >= 0
+    )
+
+
+def needs_autograd(x: torch.Tensor) -> bool:
+    """Whether any autodiff could see this call; if not, a Function's overhead buys nothing.
+
+    (The TorchScript tracer counts: ONNX export below opset 18 needs the Function's symbolic.)
+    """
+    return x.requires_grad or not plain_eager()

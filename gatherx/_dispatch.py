@@ -1,0 +1,93 @@
+"""Which backend serves a call: a type -> backend cache, filled the first time a type is seen.
+
+A framework is recognised through ``sys.modules`` (never imported here) and its backend
+imported on first use, so the first call takes the same path as every later one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import numpy as np
+
+from . import _errors
+from ._backends.base import Backend
+
+_BY_TYPE: dict[type, Backend | None] = {}
+#: Index types every backend takes as they are: Python and NumPy values.
+_HOST_TYPES = frozenset({np.ndarray, int, list, tuple})
+
+
+def backend_of(array: Any, indices: Any, fn: str, role: str) -> Backend:
+    """The backend for ``array`` (data or grad) and ``indices``; TypeError for mixed inputs."""
+    backend = _BY_TYPE.get(type(array))
+    if backend is None:
+        backend = _learn(array, fn, role)
+    kind = type(indices)
+    if kind is type(array) or kind in _HOST_TYPES:
+        return backend
+    return _with_indices(backend, array, indices, fn)
+
+
+def _learn(array: Any, fn: str, role: str) -> Backend:
+    kind = type(array)
+    if kind not in _BY_TYPE:
+        _BY_TYPE[kind] = _resolve(array)
+    backend = _BY_TYPE[kind]
+    if backend is None:
+        raise _errors.not_an_array(fn, role, array)
+    return backend
+
+
+def _with_indices(backend: Backend, array: Any, indices: Any, fn: str) -> Backend:
+    if isinstance(indices, (np.ndarray, np.generic, int)):  # subclasses, NumPy scalars
+        return backend
+    kind = type(indices)
+    if kind not in _BY_TYPE:
+        _BY_TYPE[kind] = _resolve(indices)
+    other = _BY_TYPE[kind]
+    if other is None:
+        raise _errors.bad_indices_type(fn, indices)
+    if other is backend:
+        return backend
+    if backend.name == "numpy" and other.takes_numpy_data:
+        return other
+    if backend.name == other.name == "array-api":
+        raise _errors.different_namespaces(fn, indices, array)
+    raise _errors.mixed_frameworks(fn, indices, other.name, array, backend.name)
+
+
+def _resolve(x: Any) -> Backend | None:
+    """The backend for ``x``'s type, importing it; None for a type no backend takes."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        return _backend("numpy")
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return _backend("torch")
+    jax = sys.modules.get("jax")
+    if jax is not None and isinstance(x, jax.Array):
+        return _backend("jax")
+    dask_array = sys.modules.get("dask.array")
+    if dask_array is not None and isinstance(x, dask_array.Array):
+        return _backend("dask")
+    from array_api_compat import array_namespace, is_array_api_obj
+
+    if is_array_api_obj(x):
+        from ._backends.array_api import ArrayApiBackend
+
+        return ArrayApiBackend(array_namespace(x))
+    return None
+
+
+_NAMED: dict[str, Backend] = {}
+
+
+def _backend(name: str) -> Backend:
+    """The one instance of a framework's backend (shared by all its array types)."""
+    backend = _NAMED.get(name)
+    if backend is None:
+        module = importlib.import_module(f"gatherx._backends.{name}")
+        backend = _NAMED[name] = module.BACKEND
+    return backend

@@ -1,0 +1,191 @@
+"""Every error text gatherx raises for bad input, each built by one function here.
+
+``fn`` is the public function the user called (``gather`` or ``gather_grad``): it prefixes the text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def describe(x: object) -> str:
+    """A short name for an object's framework and type: ``torch.Tensor``, ``builtins.str``."""
+    module = type(x).__module__.partition(".")[0]
+    return f"{module}.{type(x).__qualname__}"
+
+
+def _is_jax_tracer(x: object) -> bool:
+    return type(x).__module__.startswith("jax") and "Tracer" in type(x).__name__
+
+
+def not_an_int(fn: str, what: str, value: object) -> TypeError:
+    if _is_jax_tracer(value):
+        msg = (
+            f"{fn}: {what} must be a Python int, got a traced value ({type(value).__name__}); "
+            f"under jax.jit mark it static: jax.jit(gatherx.{fn}, "
+            'static_argnames=("axis", "opset"))'
+        )
+    else:
+        msg = f"{fn}: {what} must be an int, got {type(value).__name__} {value!r}"
+    return TypeError(msg)
+
+
+def opset_too_low(fn: str, opset: int) -> ValueError:
+    return ValueError(f"{fn}: opset must be >= 1 (Gather exists since opset 1), got {opset}")
+
+
+def rank_zero(fn: str) -> ValueError:
+    return ValueError(f"{fn}: data must have rank >= 1, got a rank-0 (scalar) array")
+
+
+def axis_out_of_range(fn: str, axis: int, rank: int) -> ValueError:
+    msg = (
+        f"{fn}: axis {axis} is out of the accepted range [{-rank}, {rank - 1}] "
+        f"for data of rank {rank}"
+    )
+    return ValueError(msg)
+
+
+def data_dtype(name: str, opset: int, framework: str) -> TypeError:
+    from ._rules import BFLOAT16_SINCE, ONNX_DATA_DTYPES
+
+    if name == "bfloat16":
+        msg = (
+            f"gather: bfloat16 data needs opset >= {BFLOAT16_SINCE} (Gather-13), got opset {opset}"
+        )
+    else:
+        allowed = ", ".join(sorted(ONNX_DATA_DTYPES))
+        msg = (
+            f"gather: {framework} data of dtype {name} is not an ONNX Gather type; "
+            f"allowed: {allowed}"
+        )
+    return TypeError(msg)
+
+
+def index_dtype(fn: str, name: str, framework: str) -> TypeError:
+    return TypeError(f"{fn}: indices must be int32 or int64 ({framework}), got dtype {name}")
+
+
+def grad_dtype(name: str) -> TypeError:
+    return TypeError(f"gather_grad: grad must have a numeric dtype, got {name}")
+
+
+def shape_type(shape: object) -> TypeError:
+    return TypeError(f"gather_grad: shape must be a sequence of ints, got {shape!r}")
+
+
+def shape_negative(dims: tuple[int, ...]) -> ValueError:
+    return ValueError(f"gather_grad: shape must have non-negative dimensions, got {dims}")
+
+
+def grad_shape(
+    got: tuple[int, ...],
+    shape: tuple[int, ...],
+    indices_shape: tuple[int, ...],
+    axis: int,
+    want: tuple[int, ...],
+) -> ValueError:
+    msg = (
+        f"gather_grad: grad has shape {got}, but gather of data {shape} with "
+        f"indices {indices_shape} on axis {axis} gives {want}"
+    )
+    return ValueError(msg)
+
+
+def out_of_bounds(
+    fn: str, value: int, position: Sequence[int] | None, size: int, axis: int, opset: int
+) -> IndexError:
+    """The error for one out-of-range index ``value`` at ``position`` (None: unknown)."""
+    from ._rules import NEGATIVE_INDICES_SINCE, index_range
+
+    lo, hi = index_range(size, opset)
+    where = f" at position {tuple(position)} of indices" if position is not None else ""
+    if size == 0:
+        bounds = f"axis {axis} of data has size 0, so no index is valid"
+    else:
+        bounds = f"must be within the inclusive range [{lo},{hi}] for axis {axis} of size {size}"
+    note = (
+        f" (negative indices need opset >= {NEGATIVE_INDICES_SINCE})"
+        if -size <= value < 0 and opset < NEGATIVE_INDICES_SINCE
+        else ""
+    )
+    return IndexError(
+        f"{fn}: indices element out of data bounds, idx={value}{where} {bounds}{note}"
+    )
+
+
+def traced_out_of_bounds(fn: str, axis: int, opset: int) -> str:
+    """The text of an in-graph bounds assert, where the axis size may be symbolic."""
+    from ._rules import NEGATIVE_INDICES_SINCE
+
+    low = "-s" if opset >= NEGATIVE_INDICES_SINCE else "0"
+    return (
+        f"{fn}: indices element out of data bounds: indices must be within the inclusive "
+        f"range [{low},s-1] for axis {axis}, where s = data.shape[{axis}]"
+    )
+
+
+def not_an_array(fn: str, role: str, x: object) -> TypeError:
+    msg = (
+        f"{fn}: {role} must be an array (NumPy, PyTorch, JAX or another array-API "
+        f"library), got {describe(x)}; wrap it with np.asarray for NumPy"
+    )
+    return TypeError(msg)
+
+
+def unsupported_array(fn: str, role: str, x: object, why: str, fix: str) -> TypeError:
+    return TypeError(f"{fn}: {role} of type {describe(x)} are not supported ({why}); {fix}")
+
+
+def mixed_frameworks(
+    fn: str, indices: object, framework: str, data: object, data_framework: str
+) -> TypeError:
+    msg = (
+        f"{fn}: indices are a {describe(indices)} ({framework}) but data is a "
+        f"{describe(data)} ({data_framework}); pass indices from the data's framework, "
+        "a NumPy array or Python ints"
+    )
+    return TypeError(msg)
+
+
+def different_namespaces(fn: str, indices: object, data: object) -> TypeError:
+    msg = (
+        f"{fn}: indices ({describe(indices)}) and data ({describe(data)}) come from "
+        "different array namespaces; convert the indices to the data's namespace first"
+    )
+    return TypeError(msg)
+
+
+def device_mismatch(fn: str, index_device: object, data_device: object) -> ValueError:
+    msg = (
+        f"{fn}: indices are on device {index_device} but data is on device {data_device}; "
+        "move the indices to the data's device first (or pass a NumPy array or Python ints)"
+    )
+    return ValueError(msg)
+
+
+def not_int_indices(fn: str, value: object, position: tuple[int, ...]) -> TypeError:
+    """A Python index that is no int (a bool, a float, a string, ...), as a wrong dtype."""
+    kind = type(value).__name__
+    return TypeError(
+        f"{fn}: indices must be int32 or int64 (Python), got {kind} {value!r} at position "
+        f"{position}"
+    )
+
+
+def bad_indices_type(fn: str, indices: object) -> TypeError:
+    msg = (
+        f"{fn}: indices must be an int32/int64 array, a Python int or a nested list of ints, "
+        f"got {describe(indices)}"
+    )
+    return TypeError(msg)
+
+
+def ragged_indices(fn: str, detail: str) -> ValueError:
+    return ValueError(f"{fn}: indices must be a rectangular nested list of ints: {detail}")
+
+
+def unknown_chunks(fn: str, what: str) -> ValueError:
+    return ValueError(
+        f"{fn}: {what} has unknown chunk sizes; call .compute_chunk_sizes() on it first"
+    )

@@ -1,0 +1,82 @@
+"""Host indices: Python ints, nested lists and NumPy arrays read into one checked NumPy array."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _errors, _rules
+
+#: NumPy arrays whose indexing means something else than their data: refused, not guessed at.
+_REFUSED_SUBCLASSES = (np.ma.MaskedArray, np.matrix)
+
+
+def is_host(indices: object) -> bool:
+    """Whether ``indices`` are host values (NumPy or Python) that any backend accepts."""
+    return isinstance(indices, (np.ndarray, np.generic, int, list, tuple))
+
+
+def host_indices(indices: Any, fn: str) -> np.ndarray:
+    """``indices`` (see :func:`is_host`) as a native-byte-order int32/int64 NumPy array.
+
+    Python ints beyond int64 come back as an object array of ints: no axis holds them, so
+    the bounds check that every caller makes next reports the first with its position.
+    """
+    if isinstance(indices, np.ndarray):
+        arr = plain_ndarray(indices, fn, "indices")
+        _rules.check_index_dtype(_dtype_name(arr.dtype), "numpy", fn)
+    elif isinstance(indices, np.generic):  # NumPy scalars such as np.int64(1)
+        arr = np.asarray(indices)
+        _rules.check_index_dtype(_dtype_name(arr.dtype), "numpy", fn)
+    else:
+        arr = _python_ints(indices, fn)
+        if arr.dtype != object:
+            _rules.check_index_dtype(_dtype_name(arr.dtype), "Python", fn)
+    if not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    return arr
+
+
+def plain_ndarray(x: np.ndarray, fn: str, role: str) -> np.ndarray:
+    """``x`` as a plain ndarray: masked arrays and matrices are refused, other subclasses viewed."""
+    if type(x) is np.ndarray:
+        return x
+    if isinstance(x, _REFUSED_SUBCLASSES):
+        raise _errors.unsupported_array(
+            fn, role, x, "their indexing differs from an ndarray's",
+            "pass np.asarray(...) of the values you mean",
+        )  # fmt: skip
+    return x.view(np.ndarray)
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    return "string" if dtype.kind in "USO" else dtype.name
+
+
+def _python_ints(indices: Any, fn: str) -> np.ndarray:
+    if isinstance(indices, bool):
+        raise _errors.not_int_indices(fn, indices, ())
+    if not isinstance(indices, (int, list, tuple)):
+        raise _errors.bad_indices_type(fn, indices)
+    try:
+        arr = np.asarray(indices)
+    except (ValueError, OverflowError) as exc:
+        raise _errors.ragged_indices(fn, str(exc)) from None
+    if arr.dtype.kind == "i" and not _holds_bool(indices):
+        return arr
+    if arr.size == 0 and arr.dtype.kind == "f":
+        return arr.astype(np.int64)  # [] is float64 to NumPy, but an empty index list to users
+    objects = arr if arr.dtype == object else np.asarray(indices, dtype=object)
+    for k, value in enumerate(objects.reshape(-1)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            position = tuple(int(p) for p in np.unravel_index(k, objects.shape))
+            raise _errors.not_int_indices(fn, value, position)
+    return objects  # ints only, some beyond int64 (NumPy made them uint64 or objects)
+
+
+def _holds_bool(indices: Any) -> bool:
+    """Whether a nested list holds a bool, which NumPy would silently read as 0 or 1."""
+    if isinstance(indices, (list, tuple)):
+        return any(_holds_bool(v) for v in indices)
+    return isinstance(indices, bool)

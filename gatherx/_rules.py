@@ -1,0 +1,155 @@
+"""The ONNX Gather rules, written once: dtypes per opset, index range, axis, rank and shapes.
+
+Every check raises the error :mod:`._errors` spells; backends and fast paths read these tables.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _errors
+
+#: Negative indices (counting from the end) are valid from this opset on (Gather-11).
+NEGATIVE_INDICES_SINCE = 11
+#: bfloat16 data is valid from this opset on (Gather-13).
+BFLOAT16_SINCE = 13
+
+#: gather_grad takes the indices of the latest Gather (negatives included).
+GRAD_OPSET = BFLOAT16_SINCE
+
+#: ONNX ``T`` for Gather-1 and Gather-11, by the dtype names NumPy, PyTorch and JAX share
+#: (strings are NumPy's only).
+_DATA_DTYPES_1 = frozenset(
+    {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+     "float16", "float32", "float64", "complex64", "complex128", "string"}
+)  # fmt: skip
+_DATA_DTYPES_13 = _DATA_DTYPES_1 | {"bfloat16"}
+#: Every dtype some opset accepts.
+ONNX_DATA_DTYPES = _DATA_DTYPES_13
+#: ONNX ``Tind``.
+INDEX_DTYPES = frozenset({"int32", "int64"})
+#: gather_grad adds gradients, so it takes the numeric data types only.
+GRAD_DTYPES = _DATA_DTYPES_13 - {"bool", "string"}
+#: Gradients of these dtypes are summed in float32 and rounded once.
+HALF_DTYPES = frozenset({"float16", "bfloat16"})
+
+
+def data_dtypes(opset: int) -> frozenset[str]:
+    """The data dtype names ``opset``'s Gather accepts."""
+    return _DATA_DTYPES_13 if opset >= BFLOAT16_SINCE else _DATA_DTYPES_1
+
+
+def index_range(size: int, opset: int) -> tuple[int, int]:
+    """Inclusive bounds of valid indices on an axis of ``size``."""
+    return (-size if opset >= NEGATIVE_INDICES_SINCE else 0), size - 1
+
+
+def check_opset(opset: object, fn: str = "gather") -> int:
+    """``opset`` as an int, or the error for a non-integer or a version below 1."""
+    if isinstance(opset, bool) or not isinstance(opset, (int, np.integer)):
+        raise _errors.not_an_int(fn, "opset", opset)
+    if opset < 1:
+        raise _errors.opset_too_low(fn, int(opset))
+    return int(opset)
+
+
+def normalize_axis(axis: object, rank: int, fn: str = "gather") -> int:
+    """``axis`` in [-rank, rank-1] mapped to [0, rank-1]; rank-0 data is an error too."""
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise _errors.not_an_int(fn, "axis", axis)
+    if rank == 0:
+        raise _errors.rank_zero(fn)
+    if not -rank <= axis < rank:
+        raise _errors.axis_out_of_range(fn, int(axis), rank)
+    return operator.index(axis) % rank
+
+
+def check_data_dtype(name: str, opset: int, framework: str) -> None:
+    """Refuse dtypes outside ONNX's ``T``, and bfloat16 before Gather-13."""
+    if name not in data_dtypes(opset):
+        raise _errors.data_dtype(name, opset, framework)
+
+
+def check_index_dtype(name: str, framework: str, fn: str = "gather") -> None:
+    if name not in INDEX_DTYPES:
+        raise _errors.index_dtype(fn, name, framework)
+
+
+def check_grad_dtype(name: str) -> None:
+    if name not in GRAD_DTYPES:
+        raise _errors.grad_dtype(name)
+
+
+def output_shape(
+    data_shape: Sequence[int], indices_shape: Sequence[int], axis: int
+) -> tuple[int, ...]:
+    """``data.shape[:axis] + indices.shape + data.shape[axis+1:]``."""
+    return (*data_shape[:axis], *indices_shape, *data_shape[axis + 1 :])
+
+
+def check_shape(shape: object) -> tuple[int, ...]:
+    """The ``shape`` argument of gather_grad as a tuple of non-negative ints."""
+    if isinstance(shape, (str, bytes)):
+        raise _errors.shape_type(shape)
+    try:
+        dims = tuple(_dim(d) for d in shape)  # type: ignore[attr-defined]
+    except TypeError:
+        raise _errors.shape_type(shape) from None
+    if any(d < 0 for d in dims):
+        raise _errors.shape_negative(dims)
+    return dims
+
+
+def _dim(d: Any) -> int:
+    if isinstance(d, (bool, np.bool_)):
+        raise TypeError
+    return operator.index(d)
+
+
+def check_grad_shape(
+    grad_shape: Sequence[int], shape: Sequence[int], indices_shape: Sequence[int], axis: int
+) -> None:
+    want = output_shape(shape, indices_shape, axis)
+    if tuple(grad_shape) != want:
+        raise _errors.grad_shape(tuple(grad_shape), tuple(shape), tuple(indices_shape), axis, want)
+
+
+def out_of_range(low: int, high: int, size: int, opset: int) -> bool:
+    """Whether indices with these extremes hold one outside :func:`index_range`."""
+    lo, hi = index_range(size, opset)
+    return low < lo or high > hi
+
+
+def first_bad(indices: np.ndarray, size: int, opset: int) -> tuple[int, tuple[int, ...]] | None:
+    """(value, position) of the first out-of-range element of host ``indices``, in C order."""
+    lo, hi = index_range(size, opset)
+    bad = (indices < lo) | (indices > hi)
+    if not bad.any():
+        return None
+    flat = int(np.argmax(bad.reshape(-1)))
+    position = tuple(int(p) for p in np.unravel_index(flat, indices.shape))
+    return int(indices.reshape(-1)[flat]), position
+
+
+def check_host_bounds(
+    indices: np.ndarray, size: int, axis: int, opset: int, fn: str = "gather"
+) -> int:
+    """Raise the out-of-bounds error for NumPy ``indices``; return their minimum (0 if empty)."""
+    if indices.size == 0:
+        return 0
+    low, high = int(indices.min()), int(indices.max())
+    if out_of_range(low, high, size, opset):
+        raise_first_bad(indices, size, axis, opset, fn)
+    return low
+
+
+def raise_first_bad(indices: np.ndarray, size: int, axis: int, opset: int, fn: str) -> None:
+    """Raise the out-of-bounds error naming the first bad element of host ``indices``."""
+    found = first_bad(indices, size, opset)
+    if found is not None:
+        value, position = found
+        raise _errors.out_of_bounds(fn, value, position, size, axis, opset)
