@@ -128,7 +128,7 @@ def docs(session: nox.Session) -> None:
 def notebooks(session: nox.Session) -> None:
     """`.[notebooks]` installed as a user would, its Jupyter setup tested, then every notebook
     run top to bottom in a fresh kernel, with its run time."""
-    install(session, "-e", ".[notebooks]", "pytest", "nbclient")
+    install(session, "-e", ".[notebooks]", "pytest", "hypothesis", "nbclient")
     # Run here, where matplotlib and jupytext are installed and required: nowhere is it skipped.
     pytest(session, "tests/test_notebooks_config.py", "tests/test_import_and_cli.py",
            "-p", "no:cacheprovider", require="matplotlib,jupytext,jupyterlab")  # fmt: skip
