@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import nox
@@ -81,33 +82,57 @@ def distributed(session: nox.Session) -> None:
            XLA_FLAGS="--xla_force_host_platform_device_count=4")  # fmt: skip
 
 
+#: What the notebooks need beyond gatherx, as `.[notebooks]` installs it (JupyterLab aside).
+NOTEBOOK_DEPS = ["torch", "jax", "array-api-strict", "matplotlib", "ipykernel", "jupytext"]
+
+
+def chromium(session: nox.Session) -> str:
+    """The headless browser the page check drives: Debian's chromium, installed if missing."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    if os.name != "posix" or os.geteuid() != 0:
+        session.error("the page check needs chromium (Debian: apt-get install chromium)")
+    # CI runs as root with only the package registries reachable: Debian's apt is one.
+    session.run("apt-get", "update", "-q", external=True)
+    session.run("apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium",
+                external=True, env={"DEBIAN_FRONTEND": "noninteractive"})  # fmt: skip
+    return shutil.which("chromium") or session.error("apt-get installed no chromium binary")
+
+
 @nox.session(python=PYTHON)
 def docs(session: nox.Session) -> None:
-    """The examples in the README and docs pages, then the Sphinx site with warnings as errors."""
-    install(session, "-e", ".", "torch", "jax", "ml_dtypes", "pytest",
+    """The README and docs pages' examples, the site built with its notebooks run, then the
+    built pages checked and photographed in headless Chromium."""
+    # flatbuffers: jax.export's serialization, shown on the compilers page.
+    install(session, "-e", ".", *NOTEBOOK_DEPS, "ml_dtypes", "flatbuffers", "pytest",
             "sphinx>=7", "myst-nb>=1.1", "furo")  # fmt: skip
-    # The notebooks are rendered without running them (that is the notebooks session's job);
-    # GATHERX_DOCS_EXECUTE=1 renders them with their outputs, which needs their packages.
-    if os.environ.get("GATHERX_DOCS_EXECUTE") == "1":
-        install(session, "array-api-strict", "matplotlib", "ipykernel")
     # scale_out.md and onnx_interop.md need dask and onnxruntime: the distributed session runs them.
     pages = ["README.md", "docs/index.md", "docs/semantics.md", "docs/support.md",
-             "docs/errors.md", "docs/autograd.md", "docs/comparison.md"]  # fmt: skip
+             "docs/errors.md", "docs/autograd.md", "docs/compilers.md",
+             "docs/comparison.md"]  # fmt: skip
     # torch.compile and forward AD raise DeprecationWarnings inside torch itself, which the
     # project's filterwarnings=error would turn into failures of correct examples.
     session.run("python", "-m", "pytest", *pages, "--doctest-glob=*.md",
                 "-p", "no:cacheprovider", "-o", "doctest_optionflags=NORMALIZE_WHITESPACE ELLIPSIS",
                 "-W", "ignore::DeprecationWarning", env={"JAX_ENABLE_X64": "0"})  # fmt: skip
+    # The notebooks run during the build (docs/conf.py: cached, with a time limit per cell).
     session.run("sphinx-build", "-W", "--keep-going", "-b", "html", "docs", "docs/_build/html",
-                *session.posargs)  # fmt: skip
+                *session.posargs, env={"JAX_ENABLE_X64": "0"})  # fmt: skip
+    browser = chromium(session)
+    session.run("python", "docs/check_pages.py", "docs/_build/html",
+                "--screenshots", "docs/_build/screenshots", "--chromium", browser)  # fmt: skip
 
 
 @nox.session(python=PYTHON)
 def notebooks(session: nox.Session) -> None:
-    """Every notebook run top to bottom in a fresh kernel, with its run time."""
-    install(session, "-e", ".", "torch", "jax", "array-api-strict", "matplotlib",
-            "ipykernel", "jupytext", "nbclient")  # fmt: skip
-    session.run("python", "notebooks/execute.py", *session.posargs, env={"JAX_ENABLE_X64": "0"})
+    """`.[notebooks]` installed as a user would, its Jupyter setup tested, then every notebook
+    run top to bottom in a fresh kernel, with its run time."""
+    install(session, "-e", ".[notebooks]", "pytest", "hypothesis", "nbclient")
+    # Run here, where matplotlib and jupytext are installed and required: nowhere is it skipped.
+    pytest(session, "tests/test_notebooks_config.py", "tests/test_import_and_cli.py",
+           "-p", "no:cacheprovider", require="matplotlib,jupytext,jupyterlab")  # fmt: skip
+    session.run("python", "notebooks/execute.py", env={"JAX_ENABLE_X64": "0"})
 
 
 nox.options.sessions = ["tests", "parity", "lint", "distributed", "docs", "notebooks"]

@@ -1,6 +1,6 @@
 """The gatherx benchmark as a script: the same as ``gatherx bench`` (see --help)."""
 
-from gatherx._bench import main
+from gatherx.bench import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

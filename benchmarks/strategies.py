@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from gatherx._bench import CASES, Case, fmt_time, make_inputs, rounds
+from gatherx.bench import CASES, Case, fmt_time, make_inputs, rounds
 
-#: The issue's cases plus shapes that separate the rules: tiny inner blocks, one outer row.
+#: The benchmark's cases plus shapes that separate the rules: tiny inner blocks, one outer row.
 EXTRA = (
     Case("rows8", (4096, 8), (10000,), 0),
     Case("post4", (256, 1024, 4), (512,), 1),
@@ -48,7 +48,7 @@ def section_numpy_forward(c: Case) -> dict[str, Callable[[], Any]]:
 
 def section_numpy_grad(c: Case) -> dict[str, Callable[[], Any]]:
     import gatherx
-    from gatherx import _numpy_backend as nb
+    from gatherx._backends import numpy as nb
 
     x = make_inputs(c)
     i, g = x.indices, x.grad

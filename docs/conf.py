@@ -26,11 +26,14 @@ exclude_patterns = ["_build", "notebooks/README.md", "notebooks/*.py", "**/.ipyn
 myst_enable_extensions = ["colon_fence", "dollarmath", "deflist"]
 myst_heading_anchors = 3
 
-# The notebooks are executed by `nox -s notebooks`; the site shows their code and text without
-# running them again. GATHERX_DOCS_EXECUTE=1 renders them with outputs (needs torch and jax).
-nb_execution_mode = "cache" if os.environ.get("GATHERX_DOCS_EXECUTE") == "1" else "off"
+# The notebooks run during the build so every page shows its outputs and figures (they need
+# torch, jax, matplotlib and ipykernel: `nox -s docs` installs them). Results are cached under
+# _build/.jupyter_cache and a notebook reruns only when its code changes; a cell that takes more
+# than the timeout fails the build. GATHERX_DOCS_EXECUTE=0 renders them without running them.
+nb_execution_mode = "off" if os.environ.get("GATHERX_DOCS_EXECUTE") == "0" else "cache"
 nb_execution_raise_on_error = True
-nb_execution_timeout = 300
+nb_execution_timeout = 120
+nb_execution_show_tb = True
 nb_merge_streams = True
 nb_render_markdown_format = "myst"  # Markdown outputs (the notebooks' tables) as MyST, with tables
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -24,9 +25,26 @@ BACKENDS = {
 }
 
 
+#: Prefixes gatherx's own exceptions start with, which the command's own prefix replaces.
+_MESSAGE_PREFIX = re.compile(r"^(?:gatherx(?:\.\w+)?|gather(?:_grad)?|bench): ")
+
+
+def plain(text: str) -> str:
+    """Docstring markup (``literal``, :func:`name`) as the plain text a terminal shows."""
+    text = re.sub(r":\w+:`~?([^`]+)`", r"\1", text)
+    return text.replace("``", "")
+
+
+def _error_line(prog: str, message: str) -> str:
+    """``prog: error: message`` with the message's own prefix dropped, one line per line."""
+    first, *rest = str(message).strip().splitlines() or [""]
+    first = _MESSAGE_PREFIX.sub("", first)
+    return "\n".join([f"{prog}: error: {first}", *(f"  {line}" for line in rest)]) + "\n"
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, _error_line(self.prog, message))
 
 
 def installed_backends() -> list[str]:
@@ -136,35 +154,59 @@ def explain(data_shape: tuple[int, ...], indices_shape: tuple[int, ...], axis: i
     lhs = ", ".join([*before, *idx, *after])
     rhs = ", ".join([*before, index_expr, *after])
     size = data_shape[ax]
-    lo11, hi = index_range(size, 11)
     lines = [
         f"data shape {data_shape}, indices shape {indices_shape}, axis {axis}",
         f"output shape: {out}",
         f"output[{lhs}] = data[{rhs}]",
-        f"valid indices: [{lo11}, {hi}] (opset >= 11), [0, {hi}] (opset 1-10)",
     ]
-    if size == 0 and indices_shape and 0 not in indices_shape:
-        lines.append("note: the axis has size 0, so only empty indices are valid")
+    if size == 0:
+        # index_range would give the empty range [0, -1], which reads as two valid indices.
+        lines.append(f"valid indices: none: axis {axis} has size 0, so no index is valid")
+        if 0 not in indices_shape:
+            lines.append("note: these indices are not empty, so gather raises IndexError; "
+                         "only indices with a 0 in their shape can be gathered here")  # fmt: skip
+    else:
+        lo11, hi = index_range(size, 11)
+        lines.append(f"valid indices: [{lo11}, {hi}] (opset >= 11), [0, {hi}] (opset 1-10)")
     return "\n".join(lines)
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="gatherx", description=__doc__)
+    parser = _Parser(prog="gatherx", description=plain(__doc__ or ""))
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    check = sub.add_parser("check", help="run the ONNX Gather cases on every installed backend")
+    check = sub.add_parser("check", help="run the ONNX Gather cases on every installed backend",
+                           description="Run the official ONNX Gather cases and the spec's "
+                           "examples on each backend and print a table.")  # fmt: skip
     check.add_argument("--backends", help="comma-separated subset of: " + ", ".join(BACKENDS))
-    ex = sub.add_parser("explain", help="output shape and index equation for given shapes")
+    ex = sub.add_parser("explain", help="output shape and index equation for given shapes",
+                        description="Print the output shape, the index equation of the "
+                        "specification and the valid index range for these shapes.")  # fmt: skip
     ex.add_argument("--data-shape", type=_shape, required=True, help="e.g. 5,4")
     ex.add_argument("--indices-shape", type=_shape, required=True, help="e.g. 2,2 ('' = scalar)")
     ex.add_argument("--axis", type=int, default=0)
-    bench = sub.add_parser("bench", help="time gatherx against native ops (see docs)")
-    try:
-        from . import _bench
-    except ImportError:
-        _bench = None  # type: ignore[assignment]
-    if _bench is not None:
-        _bench.add_arguments(bench)
+    from .bench.harness import DESCRIPTION, add_arguments
+
+    bench = sub.add_parser("bench", help="time gatherx against native ops (see docs)",
+                           description=DESCRIPTION)  # fmt: skip
+    add_arguments(bench)
     return parser
+
+
+def _backend_names(parser: argparse.ArgumentParser, text: str | None) -> list[str]:
+    """The backends ``check`` runs: all installed ones without ``--backends``."""
+    if text is None:
+        return installed_backends()
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        # An empty list silently meaning "all" would hide a mistyped shell variable.
+        parser.error(f"--backends is empty: name at least one of: {', '.join(BACKENDS)}")
+    unknown = [n for n in names if n not in BACKENDS]
+    if unknown:
+        parser.error(f"unknown backend(s) {', '.join(unknown)}; known: {', '.join(BACKENDS)}")
+    missing = [n for n in names if n not in installed_backends()]
+    if missing:
+        parser.error(f"backend(s) not installed: {', '.join(missing)}")
+    return names
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -172,28 +214,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "check":
-            names = args.backends.split(",") if args.backends else installed_backends()
-            unknown = [n for n in names if n not in BACKENDS]
-            if unknown:
-                parser.error(
-                    f"unknown backend(s) {', '.join(unknown)}; known: {', '.join(BACKENDS)}"
-                )
-            missing = [n for n in names if n not in installed_backends()]
-            if missing:
-                parser.error(f"backend(s) not installed: {', '.join(missing)}")
-            return run_check(names)
+            return run_check(_backend_names(parser, args.backends))
         if args.command == "explain":
             print(explain(args.data_shape, args.indices_shape, args.axis))
             return 0
-        from . import _bench
+        from .bench import run
 
-        return int(_bench.run(args))
+        return int(run(args))
     except ImportError as exc:
-        parser.exit(
-            1, f"gatherx: error: {exc}; install the checks with pip install 'gatherx[check]'\n"
-        )
+        hint = ("install matplotlib for --plot" if exc.name == "matplotlib"
+                else "install the checks with pip install 'gatherx[check]'")  # fmt: skip
+        parser.exit(1, _error_line("gatherx", f"{exc}; {hint}"))
     except (ValueError, TypeError, IndexError) as exc:
-        parser.exit(2, f"gatherx: error: {exc}\n")
+        parser.exit(2, _error_line("gatherx", str(exc)))
 
 
 if __name__ == "__main__":

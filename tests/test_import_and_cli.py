@@ -2,26 +2,68 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 
 import pytest
 from support import need
 
-from gatherx.cli import explain, installed_backends
+import gatherx
+from gatherx.bench import CASES, Load, Row
+from gatherx.cli import explain, installed_backends, main
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300)
 
 
+HEAVY = ("torch", "jax", "jaxlib", "dask", "onnx", "array_api_strict", "matplotlib")
+
+
 def test_import_loads_no_framework():
-    code = ("import sys, gatherx, gatherx.cli; "
-            "print(sorted(m for m in ('torch', 'jax', 'jaxlib', 'dask', 'onnx', 'array_api_strict')"
-            " if m in sys.modules))")  # fmt: skip
+    code = (f"import sys, gatherx, gatherx.cli; names = dir(gatherx); "
+            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")  # fmt: skip
     result = run("-c", code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_submodules_listed_but_not_imported():
+    code = ("import sys, gatherx; print(sorted(set(dir(gatherx)) & {'bench', 'cli', 'onnx', "
+            "'torch'})); print(sorted(m for m in sys.modules if m.startswith('gatherx.') "
+            "and not m.split('.')[1].startswith('_')))")  # fmt: skip
+    result = run("-c", code)
+    assert result.returncode == 0, result.stderr
+    listed, loaded = result.stdout.splitlines()
+    assert listed == "['bench', 'cli', 'onnx', 'torch']"
+    assert loaded == "[]"
+
+
+def test_bench_submodule_loads_on_attribute_access():
+    code = ("import sys, gatherx; main = gatherx.bench.main; "
+            "print('gatherx.bench' in sys.modules, 'torch' in sys.modules, "
+            "'matplotlib' in sys.modules)")  # fmt: skip
+    result = run("-c", code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "False", "False"]
+
+
+@pytest.mark.parametrize(("name", "attribute"), [("onnx", "export"), ("torch", "Gather")])
+def test_framework_submodule_loads_on_attribute_access(name, attribute):
+    need("torch")
+    need("onnx")
+    code = f"import gatherx; print(gatherx.{name}.{attribute}.__module__)"
+    result = run("-c", code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"gatherx.{name}"
+
+
+def test_unknown_attribute_is_attribute_error():
+    with pytest.raises(AttributeError, match="module 'gatherx' has no attribute 'nope'"):
+        _ = gatherx.nope
+    assert not hasattr(gatherx, "_bench")
 
 
 def test_numpy_gather_loads_no_framework():
@@ -52,6 +94,11 @@ def test_check_passes_on_installed_backends():
         (["explain", "--data-shape", "", "--indices-shape", "2"], "rank >= 1"),
         (["explain", "--indices-shape", "2"], "required: --data-shape"),
         (["frobnicate"], "invalid choice"),
+        (["check", "--backends", ""], "--backends is empty: name at least one of: numpy"),
+        (["check", "--backends", " , "], "--backends is empty"),
+        (["bench", "--backends", ""], "no backend(s) given (an empty list); choose from: numpy"),
+        (["bench", "--cases", ""], "no case(s) given (an empty list); choose from: tiny"),
+        (["bench", "--cases", "huge"], "unknown case(s) huge; known: tiny"),
     ],
 )
 def test_wrong_arguments_give_one_line(args, message):
@@ -61,6 +108,28 @@ def test_wrong_arguments_give_one_line(args, message):
     assert result.stderr.count("\n") == 1, result.stderr
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+    # One prefix: the command's, never followed by the library's own ("gather: ...").
+    assert result.stderr.count("error:") == 1, result.stderr
+    assert re.match(r"gatherx( \w+)?: error: (?!gather(_grad)?:|gatherx:|bench:)", result.stderr)
+
+
+def test_library_error_keeps_only_the_command_prefix():
+    result = run("-m", "gatherx", "explain", "--data-shape", "5,4", "--indices-shape", "2",
+                 "--axis", "2")  # fmt: skip
+    assert result.stderr == (
+        "gatherx: error: axis 2 is out of the accepted range [-2, 1] for data of rank 2\n"
+    )
+
+
+@pytest.mark.parametrize("command", [[], ["check"], ["explain"], ["bench"]])
+def test_help_is_plain_text(command):
+    result = run("-m", "gatherx", *command, "--help")
+    assert result.returncode == 0, result.stderr
+    assert "usage: gatherx" in result.stdout
+    assert "``" not in result.stdout
+    assert ":func:" not in result.stdout
+    if command == ["bench"]:
+        assert "a performance goal is missed" in " ".join(result.stdout.split())
 
 
 def test_explain_matches_spec_table():
@@ -84,3 +153,67 @@ def test_explain_command():
     assert result.returncode == 0
     assert "output shape: (2, 2, 4)" in result.stdout
     assert "valid indices: [-5, 4] (opset >= 11), [0, 4] (opset 1-10)" in result.stdout
+
+
+def test_explain_empty_axis_says_no_index_is_valid():
+    text = explain((0, 4), (2,), 0)
+    assert "valid indices: none: axis 0 has size 0, so no index is valid" in text
+    assert "[0, -1]" not in text
+    assert "gather raises IndexError" in text
+    empty = explain((4, 0), (0,), -1)
+    assert "no index is valid" in empty
+    assert "output shape: (4, 0)" in empty
+    assert "raises" not in empty
+
+
+def test_bench_quick_names_its_shapes_and_load(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--quick", "--cases", "tiny", "--backends", "numpy",
+                 "--json", str(out)]) == 0  # fmt: skip
+    header = capsys.readouterr().out.split("\n\n")[0]
+    assert re.search(r"\d+ CPUs, load \d+\.\d at the start, \d+\.\d at most", header)
+    payload = json.loads(out.read_text())
+    assert payload["cases"] == {"tiny": "(5, 4) / (2, 2) / axis 0"}
+    assert payload["load"]["samples"]
+    assert payload["load"]["high"] is (payload["load"]["warning"] is not None)
+
+
+def test_bench_warns_when_the_load_was_high(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("gatherx.bench.machine.load_average", lambda: 99.0)
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--quick", "--cases", "tiny", "--backends", "numpy",
+                 "--json", str(out)]) == 0  # fmt: skip
+    captured = capsys.readouterr()
+    header = captured.out.split("\n\n")[0]
+    assert "warning: the load average reached 99.0 on" in header
+    assert "times and ratios are unreliable" in header
+    assert "warning: the load average reached 99.0" in captured.err
+    assert json.loads(out.read_text())["load"]["high"] is True
+
+
+def test_load_is_high_only_above_the_cpu_count():
+    assert Load(cpus=2, samples=[0.5, 2.0]).warning() is None
+    busy = Load(cpus=2, samples=[0.5, 3.7])
+    assert busy.high
+    assert "reached 3.7 on 2 CPUs" in (busy.warning() or "")
+    assert Load(cpus=2).describe() == "2 CPUs, load not available"
+
+
+def test_bench_plot_names_shapes_and_load():
+    need("matplotlib")
+    from gatherx.bench.plot import figure
+
+    cases = CASES[:2]
+    rows = [Row(c, "numpy", "forward", 2e-6, "np.take", 1e-6, 5e-7, 185.9) for c in cases]
+    fig = figure(cases, rows, Load(cpus=2, samples=[1.0, 3.7]))
+    top, bottom = fig.axes[:2]
+    for ax in (top, bottom):
+        labels = [t.get_text() for t in ax.get_xticklabels()]
+        assert labels[0] == "tiny\n(5, 4)\n/ (2, 2), axis 0"
+        assert labels[1] == "small\n(1000, 16)\n/ (100,), axis 0"
+    title = fig.get_suptitle()
+    assert "2 CPUs, load 1.0 at the start, 3.7 at most" in title
+    assert "high load during the run" in title
+    calm = figure(cases, rows, Load(cpus=2, samples=[0.3, 0.9])).get_suptitle()
+    assert "0.9 at most" in calm
+    assert "high load" not in calm

@@ -1,0 +1,245 @@
+"""The formulations timed: gatherx and each backend's native ways of writing a gather."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from .cases import Case
+
+
+@dataclass
+class Entry:
+    """One timed formulation: ``kind`` is gatherx, native or memcpy."""
+
+    backend: str
+    task: str
+    label: str
+    kind: str
+    fn: Callable[[], Any]
+    check: Callable[[], Any] | None = None  # returns a NumPy result to compare, if not fn
+
+
+@dataclass
+class Inputs:
+    """Host arrays of one case: data, indices, output gradient, and the NumPy oracles."""
+
+    case: Case
+    data: np.ndarray
+    indices: np.ndarray
+    grad: np.ndarray
+    out: np.ndarray
+    data_grad: np.ndarray
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        return (slice(None),) * self.case.ax + (self.indices,)
+
+
+def make_inputs(case: Case, seed: int = 0) -> Inputs:
+    rng = np.random.default_rng(seed)
+    data = rng.standard_normal(case.data_shape, dtype=np.float32)
+    size = case.data_shape[case.ax]
+    indices = rng.integers(0, size, size=case.index_shape, dtype=np.int64)
+    grad = rng.standard_normal(case.out_shape, dtype=np.float32)
+    out = np.take(data, indices, axis=case.ax)
+    data_grad = np.zeros(case.data_shape, np.float32)
+    key: tuple[Any, ...] = (*(slice(None),) * case.ax, indices)
+    np.add.at(data_grad, key, grad)
+    return Inputs(case, data, indices, grad, out, data_grad)
+
+
+# --------------------------------------------------------------------------- formulations
+
+
+def numpy_entries(x: Inputs) -> list[Entry]:
+    import gatherx
+
+    c, d, i, g = x.case, x.data, x.indices, x.grad
+    key = x.key
+    buf = np.empty_like(x.out)
+
+    def add_at() -> np.ndarray:
+        z = np.zeros(c.data_shape, g.dtype)
+        np.add.at(z, key, g)
+        return z
+
+    return [
+        Entry("numpy", "forward", "memcpy of output", "memcpy", partial(np.copyto, buf, x.out),
+              check=lambda: x.out),
+        Entry("numpy", "forward", "gatherx", "gatherx", partial(gatherx.gather, d, i, axis=c.axis)),
+        Entry("numpy", "forward", "np.take", "native", partial(np.take, d, i, axis=c.axis)),
+        Entry("numpy", "forward", "fancy indexing", "native", lambda: d[key]),
+        Entry("numpy", "gather_grad", "gatherx", "gatherx",
+              partial(gatherx.gather_grad, c.data_shape, i, g, axis=c.axis)),
+        Entry("numpy", "gather_grad", "np.add.at", "native", add_at),
+    ]  # fmt: skip
+
+
+def torch_entries(x: Inputs, device: str) -> list[Entry]:
+    import torch
+
+    import gatherx
+
+    c, ax = x.case, x.case.ax
+    dev = torch.device(device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    td = torch.from_numpy(x.data).to(dev)
+    ti = torch.from_numpy(x.indices).to(dev)
+    tg = torch.from_numpy(x.grad).to(dev)
+
+    key = (slice(None),) * ax + (ti,)
+    oshape = c.out_shape
+    leaf = td.clone().requires_grad_(True)
+    k = ti.ndim
+    moved_back = (tuple(range(k)), tuple(range(ax, ax + k)))
+
+    def timed(f: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            out = f()
+            sync()
+            return out
+
+        return run
+
+    def host(t: Any) -> np.ndarray:
+        return (t[0] if isinstance(t, tuple) else t).detach().cpu().numpy()
+
+    def fwd_bwd(f: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[], Any]:
+        return timed(lambda: torch.autograd.grad(f(leaf), leaf, tg))
+
+    def index_add() -> torch.Tensor:
+        source = tg.reshape((*c.data_shape[:ax], ti.numel(), *c.data_shape[ax + 1 :]))
+        return tg.new_zeros(c.data_shape).index_add_(ax, ti.reshape(-1), source)
+
+    gx = partial(gatherx.gather, axis=c.axis)
+    entries = [
+        ("forward", "gatherx", "gatherx", lambda: gx(td, ti)),
+        ("forward", "index_select", "native",
+         lambda: torch.index_select(td, ax, ti.reshape(-1)).view(oshape)),
+        ("forward", "advanced indexing", "native", lambda: td[key]),
+        ("forward", "movedim + indexing", "native",
+         lambda: torch.movedim(torch.movedim(td, ax, 0)[ti], *moved_back)),
+        ("forward", "movedim + index_select", "native",
+         lambda: torch.movedim(
+             torch.index_select(torch.movedim(td, ax, 0), 0, ti.reshape(-1)).view(
+                 ti.shape + td.movedim(ax, 0).shape[1:]), *moved_back)),
+        ("forward+backward", "gatherx", "gatherx", fwd_bwd(lambda t: gx(t, ti))),
+        ("forward+backward", "index_select autograd", "native",
+         fwd_bwd(lambda t: torch.index_select(t, ax, ti.reshape(-1)).view(oshape))),
+        ("forward+backward", "advanced indexing autograd", "native", fwd_bwd(lambda t: t[key])),
+        ("gather_grad", "gatherx", "gatherx",
+         lambda: gatherx.gather_grad(c.data_shape, ti, tg, axis=c.axis)),
+        ("gather_grad", "zeros + index_add_", "native", index_add),
+    ]  # fmt: skip
+    if ax == 0:
+        rows = (c.data_shape[0], -1)
+        emb = torch.nn.functional.embedding
+        entries.insert(5, ("forward", "embedding", "native",
+                           lambda: emb(ti, td.view(rows)).view(oshape)))  # fmt: skip
+        entries.append(("forward+backward", "embedding autograd", "native",
+                        fwd_bwd(lambda t: emb(ti, t.view(rows)).view(oshape))))  # fmt: skip
+    out = []
+    for task, label, kind, f in entries:
+        run = f if task == "forward+backward" else timed(f)
+        out.append(Entry("torch", task, label, kind, run, check=partial(_host_of, host, run)))
+    return out
+
+
+def _host_of(host: Callable[[Any], np.ndarray], run: Callable[[], Any]) -> np.ndarray:
+    return host(run())
+
+
+def jax_entries(x: Inputs) -> list[Entry]:
+    import jax
+    import jax.numpy as jnp
+
+    import gatherx
+
+    c, ax = x.case, x.case.ax
+    jd, ji, jg = jnp.asarray(x.data), jnp.asarray(x.indices), jnp.asarray(x.grad)
+
+    def gx(d: Any, i: Any) -> Any:
+        return gatherx.gather(d, i, axis=c.axis)
+
+    def take(d: Any, i: Any) -> Any:
+        return jnp.take(d, i, axis=ax)
+
+    def index(d: Any, i: Any) -> Any:
+        return d[(slice(None),) * ax + (i,)]
+
+    def vjp(f: Callable[[Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
+        return lambda d, i, g: jax.vjp(lambda t: f(t, i), d)[1](g)[0]
+
+    def ready(f: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+        return lambda: f(*args).block_until_ready()
+
+    return [
+        Entry("jax", "forward (jit)", "gatherx in jit", "gatherx", ready(jax.jit(gx), jd, ji)),
+        Entry("jax", "forward (jit)", "jnp.take", "native", ready(jax.jit(take), jd, ji)),
+        Entry("jax", "forward (jit)", "indexing", "native", ready(jax.jit(index), jd, ji)),
+        Entry("jax", "forward (eager)", "gatherx", "gatherx", ready(gx, jd, ji)),
+        Entry("jax", "forward (eager)", "jnp.take", "native", ready(take, jd, ji)),
+        Entry("jax", "forward (eager)", "indexing", "native", ready(index, jd, ji)),
+        Entry("jax", "vjp (jit)", "gatherx in jit", "gatherx", ready(jax.jit(vjp(gx)), jd, ji, jg)),
+        Entry("jax", "vjp (jit)", "jnp.take", "native", ready(jax.jit(vjp(take)), jd, ji, jg)),
+        Entry("jax", "vjp (jit)", "indexing", "native", ready(jax.jit(vjp(index)), jd, ji, jg)),
+        Entry("jax", "gather_grad (eager)", "gatherx", "gatherx",
+              ready(partial(gatherx.gather_grad, c.data_shape, axis=c.axis), ji, jg)),
+        Entry("jax", "gather_grad (eager)", "jnp.take vjp (jit)", "native",
+              ready(jax.jit(vjp(take)), jd, ji, jg)),
+    ]  # fmt: skip
+
+
+def ort_entries(x: Inputs) -> list[Entry]:
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    c = x.case
+    node = helper.make_node("Gather", ["data", "indices"], ["out"], axis=c.axis)
+    graph = helper.make_graph(
+        [node],
+        "gather",
+        [
+            helper.make_tensor_value_info("data", TensorProto.FLOAT, list(c.data_shape)),
+            helper.make_tensor_value_info("indices", TensorProto.INT64, list(c.index_shape)),
+        ],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, list(c.out_shape))],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = min(model.ir_version, 10)
+    onnx.checker.check_model(model)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    feeds = {"data": x.data, "indices": x.indices}
+
+    def run() -> np.ndarray:
+        return session.run(None, feeds)[0]
+
+    return [Entry("onnxruntime", "forward", "InferenceSession", "native", run)]
+
+
+def build_entries(x: Inputs, backends: Sequence[str], torch_device: str) -> list[Entry]:
+    entries = numpy_entries(x) if "numpy" in backends else numpy_entries(x)[:1]
+    if "torch" in backends:
+        entries += torch_entries(x, torch_device)
+    if "jax" in backends:
+        entries += jax_entries(x)
+    if "onnxruntime" in backends:
+        entries += ort_entries(x)
+    return entries
+
+
+def verify(entries: Sequence[Entry], x: Inputs) -> None:
+    """Every formulation must compute Gather (or its gradient) before its time means anything."""
+    for e in entries:
+        got = np.asarray(e.check() if e.check is not None else e.fn())
+        grad = "grad" in e.task or "backward" in e.task or "vjp" in e.task
+        want = x.data_grad if grad else x.out
+        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-4):
+            msg = f"bench: {e.backend} {e.task} {e.label} on {x.case.name} computes a wrong result"
+            raise AssertionError(msg)

@@ -1,0 +1,159 @@
+"""``gatherx bench``: its options and the run, case by case and group by group."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+
+from .cases import BACKENDS, CASES
+from .formulations import build_entries, make_inputs, verify
+from .machine import Load, environment
+from .report import Row, detail_table, group_of, name_of, summarize, summary_table
+from .timing import CLOCKS, rounds
+
+#: What ``gatherx bench --help`` says the command does.
+DESCRIPTION = (
+    "Time gatherx against each backend's native gather formulations (np.take, "
+    "torch.index_select, jnp.take, onnxruntime, ...), interleaved so that load from other "
+    "processes hits all of them alike; print the tables, optionally a plot and JSON."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``gatherx bench``."""
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="few repeats and short samples: a smoke run in well under a minute",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="interleaved rounds per case (default 41, 3 with --quick)",
+    )
+    parser.add_argument(
+        "--cases",
+        default=None,
+        help="comma-separated subset of: " + ", ".join(c.name for c in CASES),
+    )
+    parser.add_argument(
+        "--backends", default=None, help="comma-separated subset of: " + ", ".join(BACKENDS)
+    )
+    parser.add_argument("--torch-device", default="cpu", help="torch device (default cpu)")
+    parser.add_argument("--plot", default=None, metavar="PNG", help="save a plot to this path")
+    parser.add_argument("--json", default=None, metavar="PATH", help="save raw times as JSON")
+    parser.add_argument("--markdown", default=None, metavar="PATH",
+                        help="also write the tables to this Markdown file")  # fmt: skip
+    parser.add_argument("--clock", choices=list(CLOCKS), default="wall",
+                        help="wall (default) or cpu: this process's CPU time, which load from "
+                        "other processes on a shared machine does not inflate")  # fmt: skip
+    parser.add_argument(
+        "--check-goals",
+        action="store_true",
+        help="exit with status 1 if a performance goal is missed",
+    )
+
+
+def _chosen(text: str | None, known: Sequence[str], what: str) -> list[str]:
+    if text is None:
+        return list(known)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        msg = f"no {what} given (an empty list); choose from: {', '.join(known)}"
+        raise ValueError(msg)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        msg = f"unknown {what} {', '.join(unknown)}; known: {', '.join(known)}"
+        raise ValueError(msg)
+    return names
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the benchmark and print its tables; with ``--check-goals``, 1 if a goal is missed."""
+    case_names = _chosen(args.cases, [c.name for c in CASES], "case(s)")
+    cases = [c for c in CASES if c.name in case_names]
+    wanted = _chosen(args.backends, BACKENDS, "backend(s)")
+    module = {"onnxruntime": "onnxruntime", "torch": "torch", "jax": "jax", "numpy": "numpy"}
+    backends = [b for b in wanted if importlib.util.find_spec(module[b]) is not None]
+    skipped = sorted(set(wanted) - set(backends))
+    repeats = args.repeats or (3 if args.quick else 41)
+    min_sample = 5e-4 if args.quick else 5e-3
+    if skipped:
+        print(f"not installed, skipped: {', '.join(skipped)}")
+
+    results: dict[str, dict[str, float]] = {}
+    rows: list[Row] = []
+    load = Load()
+    load.sample()
+    start = time.perf_counter()
+    for case in cases:
+        x = make_inputs(case)
+        entries = build_entries(x, backends, args.torch_device)
+        verify(entries, x)
+        names = {name_of(e): e.fn for e in entries}
+        if len(names) != len(entries):
+            msg = "bench: duplicate formulation names"
+            raise AssertionError(msg)
+        samples: dict[str, list[float]] = {}
+        for group in dict.fromkeys(group_of(e) for e in entries):
+            members = {name_of(e): e.fn for e in entries if group_of(e) == group}
+            together = dict.fromkeys(members, group)
+            samples |= rounds(members, repeats, min_sample, args.clock, together)
+            time.sleep(0.05)  # let the runtime's spinning worker threads park
+        results[case.name] = {name: statistics.median(s) for name, s in samples.items()}
+        rows += summarize(case, entries, samples)
+        load.sample()  # once per case: the kernel updates its average every 5 s
+        took = time.perf_counter() - start
+        print(f"  {case.name}: {case.describe()} done ({took:.0f} s)", file=sys.stderr, flush=True)
+    elapsed = time.perf_counter() - start
+
+    header = (
+        f"gatherx bench: float32 data, int64 indices, {repeats} interleaved rounds (times: "
+        "medians; ratios: medians of the per-round ratios), "
+        f"{args.clock} clock ({elapsed:.0f} s); {environment(load)}"
+    )
+    warning = load.warning()
+    if warning is not None:
+        # In the header's paragraph, so whoever reads or splits the report sees it with it.
+        header += f"\n{warning}"
+        print(warning, file=sys.stderr, flush=True)
+    text = f"{header}\n\n{summary_table(rows)}\n\n{detail_table(cases, results)}\n"
+    print(text)
+    if args.markdown:
+        with open(args.markdown, "w", encoding="utf-8") as f:
+            f.write(text)
+    if args.plot:
+        from .plot import plot  # matplotlib only when a plot is asked for
+
+        plot(cases, rows, args.plot, load)
+        print(f"\nplot saved to {args.plot}")
+    if args.json:
+        payload = {
+            "environment": environment(load),
+            "load": {
+                "cpus": load.cpus,
+                "samples": [round(s, 2) for s in load.samples],
+                "high": load.high,
+                "warning": warning,
+            },
+            "repeats": repeats,
+            "clock": args.clock,
+            "cases": {c.name: c.describe() for c in cases},
+            "seconds": results,
+        }
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(payload, f, indent=1)
+    missed = [r for r in rows if r.goal()[1] is False]
+    return 1 if missed and args.check_goals else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gatherx bench", description=DESCRIPTION)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

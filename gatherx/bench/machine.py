@@ -1,0 +1,72 @@
+"""The machine a run saw: versions, CPUs, and its load average sampled during the run."""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def load_average() -> float:
+    """The one-minute load average, NaN where the platform has none (Windows)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan
+
+
+@dataclass
+class Load:
+    """Load averages sampled between groups: a run's times mean little if it was high.
+
+    The run itself keeps about one CPU busy (more with several torch threads), so the load is
+    called high when it exceeds the number of CPUs: other processes then competed for them.
+    """
+
+    cpus: int = field(default_factory=lambda: os.cpu_count() or 1)
+    samples: list[float] = field(default_factory=list)
+
+    def sample(self) -> None:
+        value = load_average()
+        if not math.isnan(value):
+            self.samples.append(value)
+
+    @property
+    def peak(self) -> float:
+        return max(self.samples, default=math.nan)
+
+    @property
+    def high(self) -> bool:
+        return bool(self.samples) and self.peak > self.cpus
+
+    def describe(self) -> str:
+        if not self.samples:
+            return f"{self.cpus} CPUs, load not available"
+        return (f"{self.cpus} CPUs, load {self.samples[0]:.1f} at the start, "
+                f"{self.peak:.1f} at most")  # fmt: skip
+
+    def warning(self) -> str | None:
+        """A sentence for the report when the load was high, else None."""
+        if not self.high:
+            return None
+        return (
+            f"warning: the load average reached {self.peak:.1f} on {self.cpus} CPUs during the "
+            "run: other processes competed for the CPUs, so times and ratios are unreliable "
+            "(rerun on an idle machine, with more --repeats, or with --clock cpu)"
+        )
+
+
+def environment(load: Load | None = None) -> str:
+    """Versions of what was timed, the CPUs and their load, on one line."""
+    parts = [f"Python {platform.python_version()}", f"NumPy {np.__version__}"]
+    for module in ("torch", "jax", "onnxruntime"):
+        if module in sys.modules:
+            parts.append(f"{module} {sys.modules[module].__version__}")
+    if "torch" in sys.modules:
+        parts.append(f"torch threads {sys.modules['torch'].get_num_threads()}")
+    if load is None:
+        load = Load()
+        load.sample()
+    parts += [load.describe(), platform.machine()]
+    return ", ".join(parts)

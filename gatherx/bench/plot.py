@@ -1,0 +1,78 @@
+"""The benchmark's plot: gatherx over the best native per task, and forward times over memcpy."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from .cases import GOALS, Case
+from .machine import Load
+from .report import Row
+
+
+def plot(cases: Sequence[Case], rows: Sequence[Row], path: str, load: Load | None = None) -> None:
+    """Save :func:`figure` to ``path`` as a PNG."""
+    fig = figure(cases, rows, load)
+    fig.savefig(path, dpi=110)
+
+
+def figure(cases: Sequence[Case], rows: Sequence[Row], load: Load | None = None) -> Any:
+    """The plot as a matplotlib ``Figure``: each case's shapes under its name, the load on top.
+
+    A run under high load says so in red in the title, since its ratios are unreliable.
+    """
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    # A bare Figure, not pyplot: the caller's backend (a notebook's inline one) stays as it is.
+    fig = Figure(figsize=(11, 9), layout="constrained")
+    top, bottom = fig.subplots(2, 1)
+    groups = sorted({(r.backend, r.task) for r in rows}, key=lambda k: list(GOALS).index(k)
+                    if k in GOALS else len(GOALS))  # fmt: skip
+    width = 0.8 / max(1, len(groups))
+    # Data shape, index shape and axis under each name: a reader of the picture alone must
+    # know what was gathered.
+    names = [f"{c.name}\n{c.data_shape}\n/ {c.index_shape}, axis {c.axis}" for c in cases]
+    for j, group in enumerate(groups):
+        values = []
+        for c in cases:
+            match = [r for r in rows if r.case.name == c.name and (r.backend, r.task) == group]
+            values.append(match[0].ratio if match else math.nan)
+        xs = [k + (j - (len(groups) - 1) / 2) * width for k in range(len(cases))]
+        top.bar(xs, values, width, label=f"{group[0]} {group[1]}")
+    top.axhline(1.10, color="black", linestyle="--", linewidth=1, label="goal 1.10")
+    top.axhline(1 / 3, color="grey", linestyle=":", linewidth=1, label="gather_grad goal 1/3")
+    top.set_yscale("log")
+    top.set_xticks(range(len(cases)), names, fontsize=8)
+    top.set_ylabel("gatherx / best native (lower is better)")
+    top.set_title("gatherx time divided by the fastest native formulation, same backend")
+    top.legend(fontsize=7, ncol=3)
+    forward = [g for g in groups if g[1].startswith("forward") and "backward" not in g[1]]
+    width = 0.8 / max(1, 2 * len(forward))
+    colours = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    for j, group in enumerate(forward):
+        for half, which in enumerate(("gatherx", "best native")):
+            values = []
+            for c in cases:
+                match = [r for r in rows if r.case.name == c.name and (r.backend, r.task) == group]
+                r = match[0] if match else None
+                t = (r.gatherx if which == "gatherx" else r.best) if r else math.nan
+                values.append(t / r.memcpy if r else math.nan)
+            bar = 2 * j + half
+            xs = [k + (bar - (2 * len(forward) - 1) / 2) * width for k in range(len(cases))]
+            bottom.bar(xs, values, width, color=colours[j % len(colours)],
+                       hatch="" if which == "gatherx" else "//", edgecolor="white",
+                       label=f"{group[0]} {group[1]}: {which}")  # fmt: skip
+    bottom.axhline(1.0, color="black", linewidth=1, label="memcpy of the output")
+    bottom.set_yscale("log")
+    bottom.set_xticks(range(len(cases)), names, fontsize=8)
+    bottom.set_ylabel("time / memcpy of the output")
+    bottom.set_title("Forward gather against a plain copy of the output bytes")
+    bottom.legend(fontsize=7, ncol=3)
+    machine = load.describe() if load is not None else "load not recorded"
+    title = f"gatherx bench: float32 data, int64 indices; {machine}"
+    if load is not None and load.high:
+        title += "\nhigh load during the run: other processes competed, ratios are unreliable"
+    fig.suptitle(title, fontsize=10, color="red" if load is not None and load.high else "black")
+    return fig
