@@ -6,7 +6,6 @@ imported on first use, so the first call takes the same path as every later one.
 
 from __future__ import annotations
 
-import importlib
 import sys
 from typing import Any
 
@@ -88,6 +87,14 @@ def _backend(name: str) -> Backend:
     """The one instance of a framework's backend (shared by all its array types)."""
     backend = _NAMED.get(name)
     if backend is None:
-        module = importlib.import_module(f"gatherx._backends.{name}")
+        # import statements, not importlib: Dynamo runs these when it traces a first call
+        if name == "numpy":
+            from ._backends import numpy as module
+        elif name == "torch":
+            from ._backends import torch as module  # type: ignore[no-redef]
+        elif name == "jax":
+            from ._backends import jax as module  # type: ignore[no-redef]
+        else:
+            from ._backends import dask as module  # type: ignore[no-redef]
         backend = _NAMED[name] = module.BACKEND
     return backend

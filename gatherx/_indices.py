@@ -25,14 +25,14 @@ def host_indices(indices: Any, fn: str) -> np.ndarray:
     """
     if isinstance(indices, np.ndarray):
         arr = plain_ndarray(indices, fn, "indices")
-        _rules.check_index_dtype(_dtype_name(arr.dtype), "numpy", fn)
+        _rules.check_index_dtype(_rules.dtype_name(arr.dtype), "numpy", fn)
     elif isinstance(indices, np.generic):  # NumPy scalars such as np.int64(1)
         arr = np.asarray(indices)
-        _rules.check_index_dtype(_dtype_name(arr.dtype), "numpy", fn)
+        _rules.check_index_dtype(_rules.dtype_name(arr.dtype), "numpy", fn)
     else:
         arr = _python_ints(indices, fn)
         if arr.dtype != object:
-            _rules.check_index_dtype(_dtype_name(arr.dtype), "Python", fn)
+            _rules.check_index_dtype(_rules.dtype_name(arr.dtype), "Python", fn)
     if not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))
     return arr
@@ -50,10 +50,6 @@ def plain_ndarray(x: np.ndarray, fn: str, role: str) -> np.ndarray:
     return x.view(np.ndarray)
 
 
-def _dtype_name(dtype: np.dtype) -> str:
-    return "string" if dtype.kind in "USO" else dtype.name
-
-
 def _python_ints(indices: Any, fn: str) -> np.ndarray:
     if isinstance(indices, bool):
         raise _errors.not_int_indices(fn, indices, ())
@@ -69,7 +65,7 @@ def _python_ints(indices: Any, fn: str) -> np.ndarray:
         return arr.astype(np.int64)  # [] is float64 to NumPy, but an empty index list to users
     objects = arr if arr.dtype == object else np.asarray(indices, dtype=object)
     for k, value in enumerate(objects.reshape(-1)):
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             position = tuple(int(p) for p in np.unravel_index(k, objects.shape))
             raise _errors.not_int_indices(fn, value, position)
     return objects  # ints only, some beyond int64 (NumPy made them uint64 or objects)
@@ -79,4 +75,4 @@ def _holds_bool(indices: Any) -> bool:
     """Whether a nested list holds a bool, which NumPy would silently read as 0 or 1."""
     if isinstance(indices, (list, tuple)):
         return any(_holds_bool(v) for v in indices)
-    return isinstance(indices, bool)
+    return isinstance(indices, (bool, np.bool_))

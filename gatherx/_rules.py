@@ -38,9 +38,38 @@ GRAD_DTYPES = _DATA_DTYPES_13 - {"bool", "string"}
 HALF_DTYPES = frozenset({"float16", "bfloat16"})
 
 
+_NUMPY_NAMES: dict[np.dtype, str] = {}
+
+
+def dtype_name(dtype: object) -> str:
+    """The backend-neutral name of a dtype: ``float32``, ``bfloat16``, ``string``, ..."""
+    if isinstance(dtype, np.dtype):
+        # np.dtype.name is computed in Python on every access (~2 us): remember it.
+        name = _NUMPY_NAMES.get(dtype)
+        if name is None:
+            name = "string" if dtype.kind in "USO" else dtype.name
+            if len(_NUMPY_NAMES) < 1024:
+                _NUMPY_NAMES[dtype] = name
+        return name
+    name = str(dtype)
+    # torch.float32 -> float32, array_api_strict.int64 -> int64
+    return name.rpartition(".")[2].removeprefix("dtype('").removesuffix("')")
+
+
 def data_dtypes(opset: int) -> frozenset[str]:
     """The data dtype names ``opset``'s Gather accepts."""
     return _DATA_DTYPES_13 if opset >= BFLOAT16_SINCE else _DATA_DTYPES_1
+
+
+def plain_call(axis: object, opset: object, rank: int) -> bool:
+    """Whether ``axis`` and ``opset`` are plain ints that need no further look: an axis in
+    range and an opset with negative indices (the question every fast path asks first)."""
+    return (
+        type(axis) is int
+        and type(opset) is int
+        and opset >= NEGATIVE_INDICES_SINCE
+        and -rank <= axis < rank
+    )
 
 
 def index_range(size: int, opset: int) -> tuple[int, int]:

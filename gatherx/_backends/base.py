@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _errors, _rules
 from .._indices import host_indices, is_host
+from .._rules import dtype_name
 
 
 class Backend:
@@ -128,21 +129,3 @@ class Backend:
         _rules.check_grad_shape(tuple(grad.shape), shape, tuple(index.shape), axis)
         index = self.bounded(index, grad, shape[axis], axis, _rules.GRAD_OPSET, fn)
         return self.scatter_add(shape, index, grad, axis)
-
-
-_NUMPY_NAMES: dict[np.dtype, str] = {}
-
-
-def dtype_name(dtype: object) -> str:
-    """The backend-neutral name of a dtype: ``float32``, ``bfloat16``, ``string``, ..."""
-    if isinstance(dtype, np.dtype):
-        # np.dtype.name is computed in Python on every access (~2 us): remember it.
-        name = _NUMPY_NAMES.get(dtype)
-        if name is None:
-            name = "string" if dtype.kind in "USO" else dtype.name
-            if len(_NUMPY_NAMES) < 1024:
-                _NUMPY_NAMES[dtype] = name
-        return name
-    name = str(dtype)
-    # torch.float32 -> float32, array_api_strict.int64 -> int64
-    return name.rpartition(".")[2].removeprefix("dtype('").removesuffix("')")

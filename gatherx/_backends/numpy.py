@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .. import _rules
-from .._indices import plain_ndarray
+from .._indices import host_indices, plain_ndarray
 from .._strategy import numpy_grad_plan
 from .base import Backend
 
@@ -25,6 +25,7 @@ _FAST_DATA_DTYPES = frozenset(
     np.dtype(name) for name in _rules.data_dtypes(_rules.NEGATIVE_INDICES_SINCE) - {"string"}
 )
 _FAST_INDEX_DTYPES = frozenset(np.dtype(name) for name in _rules.INDEX_DTYPES)
+_PYTHON_INDEX_TYPES = frozenset({list, int})
 
 
 class NumpyBackend(Backend):
@@ -34,20 +35,20 @@ class NumpyBackend(Backend):
         # Small gathers are dominated by Python overhead: the common case is decided in a few
         # identity and set tests. Non-empty data makes ndarray.take check every index against
         # exactly [-s, s-1], Gather-11's range; the flow reports what it refuses.
+        host = indices
+        if type(indices) in _PYTHON_INDEX_TYPES:
+            host = host_indices(indices, "gather")  # the flow's own parsing and errors
         if (
-            type(indices) is np.ndarray
-            and type(axis) is int
-            and type(opset) is int
-            and opset >= _rules.NEGATIVE_INDICES_SINCE
+            type(host) is np.ndarray
             and type(data) is np.ndarray
-            and -data.ndim <= axis < data.ndim
+            and _rules.plain_call(axis, opset, data.ndim)
             and data.dtype in _FAST_DATA_DTYPES
-            and indices.dtype in _FAST_INDEX_DTYPES
+            and host.dtype in _FAST_INDEX_DTYPES
             and data.size
-            and indices.dtype.isnative
+            and host.dtype.isnative
         ):
             try:
-                return self.take(data, indices, axis % data.ndim)
+                return self.take(data, host, axis % data.ndim)
             except IndexError:
                 pass
         return super().gather(data, indices, axis, opset)

@@ -41,22 +41,13 @@ class TorchBackend(Backend):
         # call is decided in few steps, by the same tables the flow reads.
         if (
             type(indices) is torch.Tensor
-            and type(axis) is int
-            and type(opset) is int
-            and opset >= _rules.NEGATIVE_INDICES_SINCE
             and type(data) in _PLAIN_TYPES
-            and -(ndim := data.ndim) <= axis < ndim
+            and _rules.plain_call(axis, opset, data.ndim)
             and indices.dtype in _INDEX_DTYPES
             and data.dtype in _FAST_DATA_DTYPES[opset >= _rules.BFLOAT16_SINCE]
-            and indices.is_cpu
-            and data.is_cpu
-            and data.layout is torch.strided
-            and indices.layout is torch.strided
-            and not data.is_nested
-            and not indices.is_nested
-            and plain_eager()
+            and _plain_cpu(data, indices)
         ):
-            out = self._eager_gather(data, indices, axis % ndim, opset)
+            out = self._eager_gather(data, indices, axis % data.ndim, opset)
             if out is not None:
                 return out
         return super().gather(data, indices, axis, opset)
@@ -100,15 +91,9 @@ class TorchBackend(Backend):
             and type(grad) is torch.Tensor
             and indices.dtype in _INDEX_DTYPES
             and grad.dtype in _GRAD_DTYPES
-            and indices.is_cpu
-            and grad.is_cpu
-            and grad.layout is torch.strided
-            and indices.layout is torch.strided
-            and not grad.is_nested
-            and not indices.is_nested
             and not grad.requires_grad
             and indices.numel()
-            and plain_eager()
+            and _plain_cpu(grad, indices)
         ):
             fn = "gather_grad"
             shape = _rules.check_shape(shape)
@@ -167,6 +152,19 @@ class TorchBackend(Backend):
         if not needs_autograd(grad):
             return kernels.scatter_add(grad, index, axis, shape[axis])
         return autograd.apply_scatter_add(grad, index, axis, shape[axis])
+
+
+def _plain_cpu(x: torch.Tensor, index: torch.Tensor) -> bool:
+    """Both strided, not nested, on the CPU, and plain eager mode: the eager path's domain."""
+    return (
+        x.is_cpu
+        and index.is_cpu
+        and x.layout is torch.strided
+        and index.layout is torch.strided
+        and not x.is_nested
+        and not index.is_nested
+        and plain_eager()
+    )
 
 
 def _refuse_layouts(x: torch.Tensor, fn: str, role: str) -> None:

@@ -1,0 +1,174 @@
+"""Inputs that once took a path of their own: each gives the same answer on every backend."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from support import assert_same, from_numpy, need, supports_dtype
+
+import gatherx
+
+OOB = "indices element out of data bounds"
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis"), [((0, 3), 1), ((3, 0), 0), ((2, 0, 4), 2), ((0,), 0)], ids=str
+)
+@pytest.mark.parametrize("kind", ["native", "numpy", "list"])
+def test_out_of_range_index_with_an_empty_output(backend, xp, shape, axis, kind):
+    """An empty output still checks its indices (NumPy's take does not)."""
+    data = from_numpy(backend, np.zeros(shape, np.float32))
+    host = np.array([7], np.int64)
+    indices = {"native": lambda: from_numpy(backend, host), "numpy": lambda: host,
+               "list": lambda: [7]}[kind]()  # fmt: skip
+    with pytest.raises(IndexError, match=r"idx=7 at position \(0,\)"):
+        gatherx.gather(data, indices, axis=axis)
+
+
+def test_out_of_range_index_with_an_empty_output_through_onnx_run():
+    need("onnx")
+    from onnx import helper
+
+    import gatherx.onnx
+
+    node = helper.make_node("Gather", ["data", "indices"], ["out"], axis=1)
+    with pytest.raises(IndexError, match="idx=7"):
+        gatherx.onnx.run(node, [np.zeros((0, 3), np.float32), np.array([7], np.int64)])
+
+
+@pytest.mark.parametrize("indices", [[1, True], [[0], [False]], True, [1, np.True_]])
+def test_bools_in_python_indices_are_a_dtype_error(backend, xp, indices):
+    data = from_numpy(backend, np.arange(3, dtype=np.float32))
+    with pytest.raises(TypeError, match="indices must be int32 or int64"):
+        gatherx.gather(data, indices)
+    with pytest.raises(TypeError, match="indices must be int32 or int64"):
+        gatherx.gather(data, np.array(indices, dtype=bool))
+
+
+@pytest.mark.parametrize("value", [2**63, 2**64, -(2**63) - 1, 2**70])
+def test_python_ints_beyond_int64_are_out_of_bounds(backend, xp, value):
+    data = from_numpy(backend, np.arange(3, dtype=np.float32))
+    pattern = rf"idx={value} at position \(1,\) of indices must be within .*\[-3,2\]"
+    with pytest.raises(IndexError, match=pattern):
+        gatherx.gather(data, [0, value])
+    with pytest.raises(IndexError, match=rf"^gather_grad: .*idx={value}"):
+        gatherx.gather_grad((3,), [0, value], from_numpy(backend, np.ones(2, np.float32)))
+    with pytest.raises(IndexError, match=rf"idx={value} at position \(\)"):
+        gatherx.gather(data, value)
+
+
+@pytest.mark.parametrize("dtype", [">i8", ">i4", "<i8"])
+def test_index_byte_order(backend, xp, dtype):
+    host = np.arange(12, dtype=np.float32).reshape(4, 3)
+    indices = np.array([[2, -1], [0, 3]], dtype=dtype)
+    expected = np.take(host, indices.astype(np.int64), axis=0)
+    data = from_numpy(backend, host)
+    assert_same(gatherx.gather(data, indices), expected, like=data)
+    grad = from_numpy(backend, np.ones((2, 2, 3), np.float32))
+    want = np.zeros((4, 3), np.float32)
+    np.add.at(want, indices.astype(np.int64), 1.0)
+    assert_same(gatherx.gather_grad((4, 3), indices, grad), want, like=grad)
+
+
+@pytest.mark.parametrize("dtype", [">f4", ">i8", ">c16", "<U5", "S3"])
+def test_numpy_data_byte_order_and_width_are_kept(dtype):
+    data = np.array(["ab", "cde", "f"] if dtype[-2] in "US" else [1, 2, 3], dtype=dtype)
+    for indices in ([2, -1], 1, np.array(-2)):
+        out = gatherx.gather(data, indices)
+        expected = np.take(data, indices)
+        assert type(out) is np.ndarray
+        assert out.dtype == data.dtype
+        np.testing.assert_array_equal(out, expected)
+
+
+def test_rank_zero_numpy_results_keep_object_elements():
+    data = np.empty(3, dtype=object)
+    data[:] = [[1, 2], "x", 3.5]
+    out = gatherx.gather(data, 0)
+    assert out.dtype == object
+    assert out.shape == ()
+    assert out.item() == [1, 2]
+    assert gatherx.gather(data, np.array(-2)).item() == "x"
+
+
+def _matrix(values):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        return np.matrix(values)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: np.ma.masked_array([0, 1], mask=[False, True]), lambda: _matrix([[0, 1]])],
+    ids=["masked", "matrix"],
+)
+def test_numpy_subclasses_with_their_own_indexing_are_refused(backend, xp, make):
+    indices = make()
+    data = from_numpy(backend, np.arange(6, dtype=np.float32).reshape(3, 2))
+    with pytest.raises(TypeError, match=r"indices of type numpy\.\w+ are not supported"):
+        gatherx.gather(data, indices)
+    with pytest.raises(TypeError, match=r"^gather_grad: indices of type numpy"):
+        gatherx.gather_grad((3, 2), indices, from_numpy(backend, np.ones((2, 2), np.float32)))
+
+
+def test_numpy_subclass_data_is_refused_or_viewed():
+    data = np.arange(6.0).reshape(3, 2)
+    with pytest.raises(TypeError, match="data of type numpy"):
+        gatherx.gather(np.ma.masked_array(data), [0])
+    with pytest.raises(TypeError, match="data of type numpy"):
+        gatherx.gather(_matrix(data), [0])
+
+    class Tagged(np.ndarray):
+        pass
+
+    out = gatherx.gather(data.view(Tagged), [2, 0])
+    assert type(out) is np.ndarray
+    np.testing.assert_array_equal(out, data[[2, 0]])
+
+
+@pytest.mark.parametrize("shape", [(3, 2.0), (3, True), ("32",), 3, None])
+def test_gather_grad_shape_must_hold_ints(backend, xp, shape):
+    grad = from_numpy(backend, np.ones((1, 2), np.float32))
+    with pytest.raises(TypeError, match=r"^gather_grad: shape must be a sequence of ints"):
+        gatherx.gather_grad(shape, from_numpy(backend, np.array([0])), grad)
+
+
+def test_gather_grad_errors_name_gather_grad(backend, xp):
+    grad = from_numpy(backend, np.ones((2, 4), np.float32))
+    for call, error in [
+        (lambda: gatherx.gather_grad((5, 4), [0, 5], grad), IndexError),
+        (lambda: gatherx.gather_grad((5, 4), [0, 1], grad, axis=2), ValueError),
+        (lambda: gatherx.gather_grad((5, 4), [0, 1], grad, axis=1.0), TypeError),
+        (lambda: gatherx.gather_grad((5, 4), np.array([0.0, 1.0]), grad), TypeError),
+        (lambda: gatherx.gather_grad((5, 4), [0, 1, 2], grad), ValueError),
+        (lambda: gatherx.gather_grad((5, 4), [0, 1], "grad"), TypeError),
+    ]:
+        with pytest.raises(error, match=r"^gather_grad: "):
+            call()
+
+
+def test_read_only_numpy_indices_leave_no_warning(backend, xp):
+    indices = np.array([2, -1, 0])
+    indices.flags.writeable = False
+    data = from_numpy(backend, np.arange(3, dtype=np.float32))
+    # filterwarnings=error turns torch's "not writable" UserWarning into a failure
+    assert_same(gatherx.gather(data, indices), np.array([2, 2, 0], np.float32), like=data)
+    assert not indices.flags.writeable
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_half_precision_gradients_are_summed_in_float32(backend, xp, name):
+    reason = supports_dtype(backend, name)
+    if reason:
+        pytest.skip(reason)
+    ml_dtypes = need("ml_dtypes")
+    dtype = np.dtype(ml_dtypes.bfloat16 if name == "bfloat16" else name)
+    host = np.full((2000, 3), 0.1, dtype)
+    grad = from_numpy(backend, host)
+    # The oracle sums in float64 and rounds once.
+    want = np.zeros((4, 3))
+    np.add.at(want, np.zeros(2000, np.int64), host.astype(np.float64))
+    out = gatherx.gather_grad((4, 3), np.zeros(2000, np.int64), grad)
+    assert_same(out, want.astype(dtype), like=grad)

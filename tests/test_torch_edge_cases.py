@@ -1,0 +1,104 @@
+"""PyTorch inputs that once took a path of their own: devices, layouts, dtypes, tracing."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from support import need
+
+torch = need("torch")
+
+import gatherx  # noqa: E402
+from gatherx.torch import Gather  # noqa: E402
+
+
+def test_indices_on_another_device_are_refused_naming_both():
+    data = torch.zeros(3)
+    with pytest.raises(ValueError, match="indices are on device meta but data is on device cpu"):
+        gatherx.gather(data, torch.tensor([5], device="meta"))
+    with pytest.raises(ValueError, match=r"^gather_grad: indices are on device meta"):
+        gatherx.gather_grad((3,), torch.tensor([0], device="meta"), torch.ones(1))
+    # meta data with meta indices is one device: shapes only, as torch's own ops
+    out = gatherx.gather(torch.zeros(3, 2, device="meta"), torch.tensor([0], device="meta"))
+    assert out.shape == (1, 2)
+    assert out.device.type == "meta"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.eye(3).to_sparse(),
+        lambda: torch.eye(3).to_sparse_csr(),
+        lambda: torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)]),
+    ],
+    ids=["coo", "csr", "nested"],
+)
+def test_sparse_and_nested_tensors_are_refused_up_front(make):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns that nested/sparse CSR are prototypes
+        x = make()
+    with pytest.raises(TypeError, match=r"^gather: data of type torch\.Tensor are not supported"):
+        gatherx.gather(x, torch.tensor([0]))
+    with pytest.raises(TypeError, match=r"^gather_grad: grad of type torch\.Tensor"):
+        gatherx.gather_grad((3, 3), torch.tensor([0]), x)
+
+
+def test_sparse_indices_are_refused():
+    index = torch.tensor([0, 1]).to_sparse()
+    with pytest.raises(TypeError, match=r"indices of type torch\.Tensor are not supported"):
+        gatherx.gather(torch.zeros(3), index)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64], ids=str)
+def test_gather_grad_on_unsigned_shell_dtypes(dtype):
+    grad = torch.tensor([[1, 2], [3, 4], [5, 6]]).to(dtype)
+    got = gatherx.gather_grad((4, 2), torch.tensor([3, 0, -1]), grad)
+    assert got.dtype == dtype
+    want = np.zeros((4, 2), np.int64)
+    np.add.at(want, [3, 0, 3], [[1, 2], [3, 4], [5, 6]])
+    np.testing.assert_array_equal(got.to(torch.int64).numpy(), want)
+
+
+def test_vmap_over_gather_grad_with_batched_indices():
+    indices = torch.tensor([[0, 1], [2, 2], [-1, 0]])
+    grads = torch.randn(3, 2, 5, dtype=torch.float64)
+    got = torch.func.vmap(lambda i, g: gatherx.gather_grad((4, 5), i, g))(indices, grads)
+    for b in range(3):
+        want = np.zeros((4, 5))
+        np.add.at(want, indices[b].numpy() % 4, grads[b].numpy())
+        np.testing.assert_allclose(got[b].numpy(), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_half_precision_backward_sums_in_float32(dtype):
+    """torch's embedding backward on a bf16 table rounds each partial sum; gatherx rounds once."""
+    table = torch.zeros(4, 3, dtype=dtype, requires_grad=True)
+    ids = torch.zeros(2000, dtype=torch.int64)
+    upstream = torch.full((2000, 3), 0.1, dtype=dtype)
+    gatherx.gather(table, ids).backward(upstream)
+    want = upstream.double().sum(0).to(dtype)
+    assert table.grad is not None
+    torch.testing.assert_close(table.grad[0], want, rtol=0, atol=0)
+    assert not table.grad[1:].any()
+
+
+class _Lookup(torch.nn.Module):
+    def forward(self, table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        return gatherx.gather(table, ids) * 2
+
+
+def test_a_traced_graph_does_not_depend_on_the_traced_values():
+    table = torch.arange(10.0).reshape(5, 2)
+    with warnings.catch_warnings():
+        # torch 2.13 deprecates torch.jit.trace and warns that the trace reads values
+        warnings.simplefilter("ignore")
+        traced = torch.jit.trace(_Lookup(), (table, torch.tensor([0, 1])))
+    ids = torch.tensor([-1, 2, -5])
+    torch.testing.assert_close(traced(table, ids), table[[4, 2, 0]] * 2, rtol=0, atol=0)
+
+
+def test_torch_jit_script_is_refused_with_a_reason():
+    with pytest.raises(TypeError, match=r"torch\.jit\.script cannot compile gatherx"):
+        torch.jit.script(Gather(axis=1))
