@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import tracemalloc
@@ -250,3 +251,231 @@ def test_gather_grad_out_of_bounds():
 def test_mixed_frameworks_are_refused():
     with pytest.raises(TypeError, match="indices are a dask"):
         gatherx.gather(DATA, da.from_array(np.array([0, 1])))
+
+
+# Zero-size dimensions: before, on and after the gathered axis, ranks 1 to 3.
+ZERO_SIZE_CASES = [
+    # data shape, axis
+    ((0,), 0),
+    ((0, 5), 1),
+    ((3, 0), 0),
+    ((3, 0), 1),
+    ((0, 4, 3), 1),
+    ((2, 0, 3), 1),
+    ((2, 3, 0), 1),
+    ((2, 0, 3), 0),
+    ((0, 2, 0), 1),
+]
+# Valid on every axis of size >= 2 (and spanning several blocks of size 1 or 2); on an empty
+# axis, every index but those of the empty index arrays is out of range.
+ZERO_SIZE_INDICES = [
+    np.array([], np.int64),
+    np.zeros((2, 0), np.int32),
+    np.array([1, -1, 1]),
+    np.array([[-2], [1]]),
+    np.array(0),
+]
+ZERO_SIZE_CHUNKS = [1, 2, "auto"]
+
+
+def _zero_size_id(case):
+    shape, axis = case
+    return f"{shape}-axis{axis}"
+
+
+def _chunked(host, chunks):
+    return da.from_array(host, chunks=chunks if host.ndim else ())
+
+
+def _eager_error(call):
+    """The IndexError a call on NumPy arrays raises, or None."""
+    try:
+        call()
+    except IndexError as exc:
+        return str(exc)
+    return None
+
+
+@pytest.mark.parametrize("kind", ["numpy", "dask"])
+@pytest.mark.parametrize("chunks", ZERO_SIZE_CHUNKS, ids=str)
+@pytest.mark.parametrize("host", ZERO_SIZE_INDICES, ids=lambda h: f"indices{h.shape}")
+@pytest.mark.parametrize("case", ZERO_SIZE_CASES, ids=_zero_size_id)
+def test_zero_size_gather_matches_numpy(case, host, chunks, kind):
+    shape, axis = case
+    data_np = np.arange(math.prod(shape), dtype=np.float64).reshape(shape)
+    data = da.from_array(data_np, chunks=chunks)
+    indices = host if kind == "numpy" else _chunked(host, chunks)
+    if shape[axis] == 0 and host.size:
+        with pytest.raises(IndexError):
+            np.take(data_np, host, axis=axis)
+        expected = _eager_error(lambda: gatherx.gather(data_np, host, axis=axis))
+        assert expected is not None
+        assert "axis" in expected
+        assert "of data has size 0" in expected
+        if kind == "numpy":  # checked as the graph is built
+            with pytest.raises(IndexError) as built:
+                gatherx.gather(data, indices, axis=axis)
+            assert str(built.value) == expected
+            return
+        with dask.config.set(scheduler=_forbidden):
+            out = gatherx.gather(data, indices, axis=axis)
+        with pytest.raises(IndexError) as computed:
+            out.compute()
+        assert str(computed.value) == expected
+        return
+    want = np.take(data_np, host, axis=axis)
+    with dask.config.set(scheduler=_forbidden):
+        out = gatherx.gather(data, indices, axis=axis)
+    assert out.shape == want.shape
+    got = out.compute()
+    assert got.shape == want.shape
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float16], ids=["float64", "float16"])
+@pytest.mark.parametrize("kind", ["numpy", "dask"])
+@pytest.mark.parametrize("chunks", ZERO_SIZE_CHUNKS, ids=str)
+@pytest.mark.parametrize("host", ZERO_SIZE_INDICES, ids=lambda h: f"indices{h.shape}")
+@pytest.mark.parametrize("case", ZERO_SIZE_CASES, ids=_zero_size_id)
+def test_zero_size_gather_grad_matches_numpy(case, host, chunks, kind, dtype):
+    shape, axis = case
+    grad_shape = (*shape[:axis], *host.shape, *shape[axis + 1 :])
+    # Small integers: exact in float16, and in any summation order.
+    grad_np = (np.arange(math.prod(grad_shape)) % 5).astype(dtype).reshape(grad_shape)
+    grad = da.from_array(grad_np, chunks=chunks)
+    indices = host if kind == "numpy" else _chunked(host, chunks)
+    where = (slice(None),) * axis + (host,)
+    if shape[axis] == 0 and host.size:
+        with pytest.raises(IndexError):
+            np.add.at(np.zeros(shape), where, grad_np)
+        expected = _eager_error(lambda: gatherx.gather_grad(shape, host, grad_np, axis=axis))
+        assert expected is not None
+        assert expected.startswith("gather_grad: ")
+        assert "of data has size 0" in expected
+        if kind == "numpy":
+            with pytest.raises(IndexError) as built:
+                gatherx.gather_grad(shape, indices, grad, axis=axis)
+            assert str(built.value) == expected
+            return
+        with dask.config.set(scheduler=_forbidden):
+            out = gatherx.gather_grad(shape, indices, grad, axis=axis)
+        with pytest.raises(IndexError) as computed:
+            out.compute()
+        assert str(computed.value) == expected
+        return
+    want = np.zeros(shape)
+    np.add.at(want, where, grad_np.astype(np.float64))
+    with dask.config.set(scheduler=_forbidden):
+        out = gatherx.gather_grad(shape, indices, grad, axis=axis)
+    assert out.shape == shape
+    got = out.compute()
+    assert got.shape == shape
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, want.astype(dtype))
+
+
+def test_zero_size_reported_calls():
+    data_np = np.zeros((0, 5))
+    got = gatherx.gather(da.zeros((0, 5), chunks=(1, 3)), da.from_array(np.array([-4])), axis=1)
+    want = np.take(data_np, np.array([-4]), axis=1)
+    np.testing.assert_array_equal(got.compute(), want)
+    assert got.compute().shape == want.shape == (0, 1)
+    got = gatherx.gather_grad((3, 0), [1], da.ones((1, 0))).compute()
+    want = np.zeros((3, 0))
+    np.add.at(want, [1], np.ones((1, 0)))
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    ("grad_chunks", "index_chunks"), [(-1, -1), (100, 7), (1, 1000), ("auto", "auto")], ids=str
+)
+@pytest.mark.parametrize("kind", ["numpy", "dask"])
+def test_float16_gather_grad_rounds_once(grad_chunks, index_chunks, kind):
+    host = np.zeros(2000, np.int64)
+    host[1::4] = -1  # a second slot, with its duplicates spread over the blocks too
+    grad_np = np.full((2000, 2), 0.1, np.float16)
+    indices = host if kind == "numpy" else da.from_array(host, chunks=index_chunks)
+    grad = da.from_array(grad_np, chunks=(grad_chunks, 1))
+    got = gatherx.gather_grad((3, 2), indices, grad).compute()
+    want = np.zeros((3, 2))
+    np.add.at(want, host, grad_np.astype(np.float64))
+    want = want.astype(np.float16)  # summed exactly, rounded once
+    assert got.dtype == np.float16
+    assert float(want[0, 0]) == pytest.approx(1500 * 0.1, rel=1e-3)
+    # Within one float16 step of the once-rounded sum; float16 partial sums drift far off.
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=2**-10)
+
+
+# Out-of-range indices, each raised with the text the same call on NumPy data raises.
+OOB_PARITY_CASES = [
+    # data shape, indices, axis, opset
+    ((7, 10, 3), [1, 2, 9, 7, -9], 0, 13),
+    ((7, 10, 3), [[0, 1, 2], [3, 4, 10]], 1, 13),
+    ((7, 10, 3), [[0, -11], [12, 1]], -2, 11),
+    ((7, 10, 3), [0, 2, -1, -2], -1, 10),
+    ((7, 10, 3), [[[5, 3]], [[0, 0]]], 2, 1),
+    ((7, 10, 3), 8, 2, 13),
+    ((4,), [3, -4, 4, -5], 0, 13),
+    ((0,), [0], 0, 13),
+    ((3, 0), [[1, 0]], 1, 13),
+    ((0, 5), [2, 5, -6], 1, 13),
+    ((2, 0, 3), [0, 1, 3, -4], 2, 13),
+    ((2, 3, 0), [-1, -4], 1, 13),
+]
+
+
+# gather_grad takes negative indices: the opset-10 case is valid there.
+GRAD_OOB_PARITY_CASES = [case for case in OOB_PARITY_CASES if case[3] != 10]
+
+
+def _oob_id(case):
+    shape, indices, axis, opset = case
+    return f"{shape}-{np.asarray(indices).shape}-axis{axis}-opset{opset}"
+
+
+@pytest.mark.parametrize("chunks", [1, 2, "auto"], ids=str)
+@pytest.mark.parametrize("case", OOB_PARITY_CASES, ids=_oob_id)
+def test_out_of_bounds_text_matches_numpy_data(case, chunks):
+    shape, indices, axis, opset = case
+    host = np.array(indices)
+    data_np = np.zeros(shape)
+    if opset >= 11 and data_np.size:  # np.take checks nothing when there is nothing to take
+        with pytest.raises(IndexError):
+            np.take(data_np, host, axis=axis)
+    expected = _eager_error(lambda: gatherx.gather(data_np, host, axis=axis, opset=opset))
+    assert expected is not None
+    assert expected.startswith("gather: indices element out of data bounds, idx=")
+    data = da.from_array(data_np, chunks=chunks)
+    with pytest.raises(IndexError) as built:
+        gatherx.gather(data, host, axis=axis, opset=opset)
+    assert str(built.value) == expected
+    with dask.config.set(scheduler=_forbidden):
+        out = gatherx.gather(data, _chunked(host, chunks), axis=axis, opset=opset)
+    with pytest.raises(IndexError) as computed:
+        out.compute()
+    assert str(computed.value) == expected
+
+
+@pytest.mark.parametrize("chunks", [1, 2, "auto"], ids=str)
+@pytest.mark.parametrize("case", GRAD_OOB_PARITY_CASES, ids=_oob_id)
+def test_gather_grad_out_of_bounds_text_matches_numpy_data(case, chunks):
+    shape, indices, axis, _ = case
+    host = np.array(indices)
+    norm = axis % len(shape)
+    grad_np = np.ones((*shape[:norm], *host.shape, *shape[norm + 1 :]))
+    with pytest.raises(IndexError):
+        np.add.at(np.zeros(shape), (slice(None),) * norm + (host,), grad_np)
+    expected = _eager_error(lambda: gatherx.gather_grad(shape, host, grad_np, axis=axis))
+    assert expected is not None
+    assert expected.startswith("gather_grad: indices element out of data bounds, idx=")
+    grad = da.from_array(grad_np, chunks=chunks)
+    with pytest.raises(IndexError) as built:
+        gatherx.gather_grad(shape, host, grad, axis=axis)
+    assert str(built.value) == expected
+    with dask.config.set(scheduler=_forbidden):
+        out = gatherx.gather_grad(shape, _chunked(host, chunks), grad, axis=axis)
+    with pytest.raises(IndexError) as computed:
+        out.compute()
+    assert str(computed.value) == expected

@@ -92,7 +92,8 @@ def _take_at(
         acc = np.empty_like(
             block, shape=(*block.shape[:axis], *index_shape, *block.shape[axis + 1 :])
         )
-    flat = acc.reshape((*block.shape[:axis], -1, *block.shape[axis + 1 :]))
+    # The index count is spelled out: -1 cannot be resolved for an empty block.
+    flat = acc.reshape((*block.shape[:axis], math.prod(index_shape), *block.shape[axis + 1 :]))
     flat[(slice(None),) * axis + (positions,)] = taken
     return acc
 
@@ -122,7 +123,9 @@ def _add_at(
     at ``local`` along ``axis``; duplicates accumulate (``np.add.at`` is unbuffered)."""
     if acc is None:
         acc = np.zeros_like(grad, shape=shape)
-    rows = np.take(grad.reshape((*shape[:axis], -1, *shape[axis + 1 :])), positions, axis=axis)
+    # The index count is spelled out: -1 cannot be resolved for an empty block.
+    count = math.prod(grad.shape[axis : grad.ndim - len(shape) + axis + 1])
+    rows = np.take(grad.reshape((*shape[:axis], count, *shape[axis + 1 :])), positions, axis=axis)
     where: Any = (*(slice(None),) * axis, local)
     np.add.at(acc, where, rows)
     return acc
@@ -313,6 +316,16 @@ def _gather(data: da.Array, index: np.ndarray | _Lazy, axis: int) -> da.Array:
     return _array(name, layer, data, blocks, out_chunks)
 
 
+def _grad_chunks(
+    pre: Chunks, post: Chunks, shape: tuple[int, ...], axis: int, dtype: np.dtype
+) -> Chunks:
+    """Chunks of the gradient: the grad's off the axis, automatic along it."""
+    if 0 in shape:
+        # Nothing to hold, and automatic chunks would divide by the empty dimension.
+        return (*pre, (shape[axis],), *post)
+    return normalize_chunks((*pre, "auto", *post), shape, dtype=dtype)
+
+
 def _gather_grad(
     shape: tuple[int, ...], index: np.ndarray | _Lazy, grad: da.Array, axis: int
 ) -> da.Array:
@@ -321,7 +334,7 @@ def _gather_grad(
     pre, post = grad.chunks[:axis], grad.chunks[axis + q :]
     _require_known(grad.chunks[axis : axis + q], "grad", "gather_grad")
     blocks = _index(index, grad.chunks[axis : axis + q])
-    out_chunks = normalize_chunks((*pre, "auto", *post), shape, dtype=grad.dtype)
+    out_chunks = _grad_chunks(pre, post, shape, axis, grad.dtype)
     bounds = _offsets(out_chunks[axis])
     name = "gather-grad-" + tokenize(shape, index, grad, axis)
     meta = meta_from_array(grad._meta, ndim=len(shape))
