@@ -297,3 +297,71 @@ def test_default_dtypes_follow_x64_mode() -> None:
     assert out.dtype == (jnp.float64 if X64 else jnp.float32)
     grad = jax.grad(lambda d: gatherx.gather(d, 1).sum())(jnp.asarray(np.ones(3)))
     assert grad.dtype == out.dtype
+
+
+# Traced indices pass through the checkify marker before the gather: every transform must
+# see through it (its own tests above use mostly concrete, host-checked indices).
+TRACED = [((5, 3), [0, 4, -1, 4, -5], 0), ((2, 5, 3), [[1, -2], [4, 0]], 1)]
+
+
+@pytest.mark.parametrize(("shape", "indices", "axis"), TRACED)
+def test_traced_indices_jvp_and_index_tangent(shape, indices, axis) -> None:
+    data, tangent, idx = _rand(shape), _rand(shape, seed=6), np.asarray(indices)
+
+    @jax.jit
+    def both(d, t, i):
+        f = lambda d, i: gatherx.gather(d, i, axis=axis)  # noqa: E731
+        # An integer input's tangent is float0: the output tangent comes from the data alone.
+        return jax.jvp(f, (d, i), (t, np.zeros(i.shape, jax.dtypes.float0)))
+
+    out, t_out = both(data, tangent, jnp.asarray(idx))
+    assert_same(out, np.take(data, idx, axis=axis))
+    assert_same(t_out, np.take(tangent, idx, axis=axis))
+
+
+@pytest.mark.parametrize(("shape", "indices", "axis"), TRACED)
+def test_traced_indices_linear_transpose_and_grad(shape, indices, axis) -> None:
+    idx = np.asarray(indices)
+    cot = _rand(np.take(np.zeros(shape), idx, axis=axis).shape, seed=7)
+    spec = jax.ShapeDtypeStruct(shape, FLOAT)
+
+    @jax.jit
+    def transposed(c, i):
+        f = lambda d: gatherx.gather(d, i, axis=axis)  # noqa: E731
+        return jax.linear_transpose(f, spec)(c)[0]
+
+    want = _scatter_oracle(shape, idx, cot, axis)
+    assert_same(transposed(jnp.asarray(cot), jnp.asarray(idx)), want, exact=False, **TOL)
+    loss = lambda d, i: jnp.sum(gatherx.gather(d, i, axis=axis) * cot)  # noqa: E731
+    got = jax.jit(jax.grad(loss))(jnp.asarray(_rand(shape)), jnp.asarray(idx))
+    assert_same(got, want, exact=False, **TOL)
+
+
+def test_export_round_trip_with_traced_indices() -> None:
+    export = need("jax.export")
+    f = jax.jit(lambda d, i: gatherx.gather(d, i, axis=1))
+    specs = (jax.ShapeDtypeStruct((3, 5), FLOAT), jax.ShapeDtypeStruct((4,), jnp.int32))
+    exported = export.deserialize(export.export(f)(*specs).serialize())
+    assert "custom_call" not in exported.mlir_module()  # the marker lowers to nothing
+    data, idx = _rand((3, 5)), np.array([0, 4, -1, -5], np.int32)
+    assert_same(exported.call(jnp.asarray(data), jnp.asarray(idx)), np.take(data, idx, axis=1))
+    got = to_numpy(exported.call(jnp.asarray(data), jnp.asarray([1, 5, -6, 2], jnp.int32)))
+    assert np.isnan(got[:, [1, 2]]).all()
+    np.testing.assert_array_equal(got[:, [0, 3]], data[:, [1, 2]])
+
+
+def test_index_marker_jvp_rule() -> None:
+    """JAX never asks an integer input for a tangent (float0 tangents stay symbolic zeros),
+    so the marker's jvp rule is called here by hand, as JAX would (vmap over indices, above,
+    runs its batching rule)."""
+    ad = need("jax.interpreters.ad")
+    idx = jnp.asarray([[1, 2], [0, 4]], jnp.int32)
+    jaxpr = jax.make_jaxpr(lambda d, i: gatherx.gather(d, i))(jnp.zeros(5, FLOAT), idx)
+    (inner,) = [e.params["jaxpr"] for e in jaxpr.eqns if "jaxpr" in e.params]
+    (eqn,) = [e for e in inner.eqns if e.primitive.name == "gatherx_given_index"]
+    assert eqn.outvars[0].aval == jax.typeof(idx)
+    out, tangent = ad.primitive_jvps[eqn.primitive]((idx,), (None,), **eqn.params)
+    assert_same(out, np.asarray(idx))
+    assert type(tangent) is ad.Zero
+    assert tangent.aval.shape == idx.shape
+    assert tangent.aval.dtype == jax.dtypes.float0

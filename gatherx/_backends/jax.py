@@ -6,8 +6,9 @@ from __future__ import annotations
 # Why no jax.custom_jvp: lax.gather's native rules already give every transform, each
 # checked by tests/test_jax_transforms.py -- jvp (gather of the tangent, fill 0), transpose
 # (scatter-add in the same FILL_OR_DROP mode, so reverse mode, linear_transpose, jacrev and
-# hessian come from it and dropped reads get no gradient), batching (vmap over data, indices
-# or both) and checkify's index check. A custom rule would only add a layer to get wrong.
+# hessian come from it and dropped reads get no gradient) and batching (vmap over data,
+# indices or both). A custom rule would only add a layer to get wrong. The one primitive of
+# our own, _given_p, is an identity on the index that exists for checkify alone (below).
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -15,6 +16,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax._src import checkify as _checkify  # checkify has no public API for primitive rules
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
 
 from .. import _rules
 from .._indices import plain_ndarray
@@ -67,17 +71,27 @@ def _take(data: jax.Array, index: jax.Array, axis: int, mode: str) -> jax.Array:
 
 
 def _lax_take(
-    data: jax.Array, index: jax.Array, axis: int, mode: str = "fill_or_drop"
+    data: jax.Array,
+    index: jax.Array,
+    axis: int,
+    mode: str,
+    bounds: tuple[int, int] | None,
+    shape: tuple[int, ...],
 ) -> jax.Array:
-    """``data`` gathered along ``axis`` at in-range, non-negative ``index``; others are filled
-    (``mode="promise_in_bounds"`` only for indices already checked on the host).
+    """``data`` gathered along ``axis`` at ``index``; bad indices are filled
+    (``mode="promise_in_bounds"`` and ``bounds=None`` only for indices checked on the host).
 
     This is ``jnp.take`` without its negative-index wrap, which would turn an index below
-    ``-size`` into a valid one after our own normalisation.
+    ``-size`` into a valid one after our own normalisation. Everything from the checkify
+    marker on runs here, inside the one sharding context of the gather (see
+    :func:`_jax_sharding.gather`): checkify's error values must not cross into it.
     """
+    index = _given(index, bounds, axis, shape, "gather")
+    negative = bounds is None or bounds[0] < 0
+    index = _in_range(index, data.shape[axis], negative, mode != "promise_in_bounds")
     if data.shape[axis] == 0:
         data, index, mode = (*_empty_axis(data, index, axis), "fill_or_drop")
-    return _jax_sharding.gather(partial(_take, axis=axis, mode=mode), data, index, axis)
+    return _take(data, index, axis, mode)
 
 
 def _in_range(index: jax.Array, size: int, negative: bool, unchecked: bool) -> jax.Array:
@@ -94,27 +108,113 @@ def _in_range(index: jax.Array, size: int, negative: bool, unchecked: bool) -> j
     return index
 
 
-@partial(jax.jit, static_argnames=("axis", "negative", "mode"))
-def _gather(data: jax.Array, index: jax.Array, axis: int, negative: bool, mode: str) -> jax.Array:
-    index = _in_range(index, data.shape[axis], negative, mode != "promise_in_bounds")
-    return _lax_take(data, index, axis, mode)
+# -- checkify: the index as given ---------------------------------------------------------
+# checkify's own gather and scatter checks see the index only after _in_range (negatives
+# wrapped, wide bad values made ``size``) and report it in int32, so 2**32 + 1 on an axis of
+# 5 would read "index 5" or "index 1". _given_p marks the traced index as given, before
+# either; its checkify rule reports it in its own dtype. Everywhere else it is the identity:
+# no HLO of its own, the aval (sharding included) kept, a zero tangent, batched as it is.
+_given_p = Primitive("gatherx_given_index")
+_given_p.def_impl(lambda index, **_: index)
+_given_p.def_abstract_eval(lambda aval, **_: aval)
+mlir.register_lowering(_given_p, lambda ctx, index, **_: [index])
+
+
+def _given_batch(args: Any, dims: Any, **params: Any) -> tuple[Any, Any]:
+    return _given_p.bind(*args, **params), dims[0]
+
+
+def _given_jvp(primals: Any, tangents: Any, **params: Any) -> tuple[Any, Any]:
+    out = _given_p.bind(*primals, **params)
+    return out, ad.Zero(jax.typeof(out).to_tangent_aval())  # integer: a float0 zero
+
+
+batching.primitive_batchers[_given_p] = _given_batch
+ad.primitive_jvps[_given_p] = _given_jvp
+
+
+class GivenIndexError(_checkify.OOBError):
+    """checkify's out-of-bounds error (same text, same ``errors=`` set), with the index as
+    the user gave it and in its own dtype, where checkify's own payload is int32."""
+
+    def get_effect_type(self) -> Any:
+        payload = jax.ShapeDtypeStruct((3,), self._payload.dtype)
+        return _checkify.ErrorEffect(GivenIndexError, (payload,))
+
+
+def _given_check(
+    error: Any,
+    enabled_errors: Any,
+    index: Any,
+    *,
+    bounds: tuple[int, int],
+    axis: int,
+    shape: tuple[int, ...],
+    prim: str,
+) -> tuple[Any, Any]:
+    if _checkify.OOBError not in enabled_errors or index.size == 0:
+        return error, index
+    flat = jnp.ravel(index)
+    info = jnp.iinfo(index.dtype)  # bounds past the dtype's range exclude nothing
+    low, high = max(bounds[0], info.min), min(bounds[1], info.max)
+    bad = (flat < low) | (flat > high)
+    payload = jnp.array([0, axis, shape[axis]], index.dtype).at[0].set(flat[jnp.argmax(bad)])
+    oob = GivenIndexError(_checkify.get_traceback(), prim, shape, payload)
+    return _checkify.assert_func(error, jnp.any(bad), oob), index
+
+
+_checkify.error_checks[_given_p] = _given_check
+
+
+def _given(
+    index: jax.Array, bounds: tuple[int, int] | None, axis: int, shape: tuple[int, ...], prim: str
+) -> jax.Array:
+    """``index`` marked for checkify against the inclusive ``bounds`` (None: host-checked).
+
+    Bound in the same jitted kernel as the gather it guards, so that in checkify's cached
+    traces this check always precedes (and so wins over) the gather's own.
+    """
+    if bounds is None:
+        return index
+    return _given_p.bind(index, bounds=bounds, axis=axis, shape=shape, prim=prim)
+
+
+@partial(jax.jit, static_argnames=("axis", "bounds", "mode"))
+def _gather(
+    data: jax.Array, index: jax.Array, axis: int, bounds: tuple[int, int] | None, mode: str
+) -> jax.Array:
+    take = partial(_lax_take, axis=axis, mode=mode, bounds=bounds, shape=data.shape)
+    return _jax_sharding.gather(take, data, index, axis)
 
 
 def _lax_scatter_add(
-    shape: tuple[int, ...], index: jax.Array, grad: jax.Array, axis: int
+    index: jax.Array,
+    grad: jax.Array,
+    shape: tuple[int, ...],
+    axis: int,
+    bounds: tuple[int, int] | None,
 ) -> jax.Array:
-    """Zeros of ``shape`` plus ``grad`` at in-range, non-negative ``index``; others dropped.
+    """Zeros of ``shape`` plus ``grad`` at ``index``; bad indices' updates are dropped.
 
     An explicit scatter-add rather than jax.vjp of the gather: vjp has no cotangent for
     integer data (float0), while gather_grad accepts integer grads. JAX's own rules make it
-    differentiable (jvp: itself on the tangent; transpose: a gather).
+    differentiable (jvp: itself on the tangent; transpose: a gather). As in
+    :func:`_lax_take`, it runs whole inside the scatter's sharding context.
     """
-    size = shape[axis]
-    if size == 0:  # as in _empty_axis: every update is dropped, but lax needs a slot
+    index = _given(index, bounds, axis, shape, "scatter_add")
+    index = _in_range(index, shape[axis], bounds is None or bounds[0] < 0, True)
+    return _scatter_into(shape, index, grad, axis)
+
+
+def _scatter_into(
+    shape: tuple[int, ...], index: jax.Array, grad: jax.Array, axis: int
+) -> jax.Array:
+    """Zeros of ``shape`` plus ``grad`` at in-range, non-negative ``index``; others dropped."""
+    if shape[axis] == 0:  # as in _empty_axis: every update is dropped, but lax needs a slot
         padded = (*shape[:axis], 1, *shape[axis + 1 :])
-        out = _lax_scatter_add(padded, jnp.where(index >= 0, index + 1, index), grad, axis)
+        out = _add(jnp.where(index >= 0, index + 1, index), grad, padded, axis)
         return out[(slice(None),) * axis + (slice(0, 0),)]
-    return _jax_sharding.scatter_add(partial(_add, shape=shape, axis=axis), index, grad, axis)
+    return _add(index, grad, shape, axis)
 
 
 def _add(index: jax.Array, grad: jax.Array, shape: tuple[int, ...], axis: int) -> jax.Array:
@@ -129,15 +229,19 @@ def _add(index: jax.Array, grad: jax.Array, shape: tuple[int, ...], axis: int) -
     return lax.scatter_add(zeros, index[..., None], grad, dnums, mode=_MODES["fill_or_drop"])
 
 
-@partial(jax.jit, static_argnames=("shape", "axis", "negative"))
+@partial(jax.jit, static_argnames=("shape", "axis", "bounds"))
 def _gather_grad(
-    shape: tuple[int, ...], index: jax.Array, grad: jax.Array, axis: int, negative: bool
+    shape: tuple[int, ...],
+    index: jax.Array,
+    grad: jax.Array,
+    axis: int,
+    bounds: tuple[int, int] | None,
 ) -> jax.Array:
     dtype = grad.dtype
     if dtype in _HALF:  # sum in float32, round once
         grad = grad.astype(jnp.float32)
-    index = _in_range(index, shape[axis], negative, True)
-    return _lax_scatter_add(shape, index, grad, axis).astype(dtype)
+    scatter = partial(_lax_scatter_add, shape=shape, axis=axis, bounds=bounds)
+    return _jax_sharding.scatter_add(scatter, index, grad, axis).astype(dtype)
 
 
 _HALF = frozenset(np.dtype(jnp.dtype(name)) for name in _rules.HALF_DTYPES)
@@ -148,15 +252,21 @@ def is_traced(x: Any) -> bool:
 
 
 class _Traced(NamedTuple):
-    """A traced index and whether its negatives are valid: bad ones read the fill value."""
+    """A traced index and its valid inclusive bounds: bad ones read the fill value."""
 
     values: jax.Array
-    negative: bool
+    bounds: tuple[int, int]
 
 
 class JaxBackend(Backend):
     name = "jax"
     takes_numpy_data = True
+
+    def size(self, index: Any) -> int:
+        # Symbolic dimensions (jax.export) are no ints: such an index counts as non-empty.
+        if all(isinstance(d, int) for d in index.shape):
+            return int(index.size)
+        return 1
 
     def check_array(self, x: Any, fn: str, role: str) -> Any:
         if isinstance(x, (np.ndarray, np.generic)):  # JAX's convention: NumPy arrays are inputs
@@ -173,7 +283,7 @@ class JaxBackend(Backend):
         return int(values.min()), int(values.max())
 
     def unchecked(self, index: Any, size: int, axis: int, opset: int, fn: str) -> Any:
-        return _Traced(index, opset >= _rules.NEGATIVE_INDICES_SINCE)
+        return _Traced(index, _rules.index_range(size, opset))
 
     def wrap(self, index: Any, size: int, low: int, opset: int) -> Any:
         return index  # the jitted kernels wrap (cheaper there than an eager op)
@@ -181,18 +291,18 @@ class JaxBackend(Backend):
     def take(self, data: Any, index: Any, axis: int) -> Any:
         if isinstance(index, _Traced):
             mode = jax_gather_mode(indices_checked=False)
-            return _gather(data, index.values, axis=axis, negative=index.negative, mode=mode)
+            return _gather(data, index.values, axis=axis, bounds=index.bounds, mode=mode)
         if index.size == 0:  # nothing to read (and checkify cannot check an empty gather)
             return jnp.zeros(_rules.output_shape(data.shape, index.shape, axis), data.dtype)
         mode = jax_gather_mode(indices_checked=True)
-        return _gather(data, index, axis=axis, negative=True, mode=mode)
+        return _gather(data, index, axis=axis, bounds=None, mode=mode)
 
     def scatter_add(self, shape: tuple[int, ...], index: Any, grad: Any, axis: int) -> Any:
         if isinstance(index, _Traced):
-            return _gather_grad(shape, index.values, grad, axis=axis, negative=index.negative)
+            return _gather_grad(shape, index.values, grad, axis=axis, bounds=index.bounds)
         if index.size == 0:
             return jnp.zeros(shape, grad.dtype)
-        return _gather_grad(shape, index, grad, axis=axis, negative=True)
+        return _gather_grad(shape, index, grad, axis=axis, bounds=None)
 
 
 #: The one instance the dispatch uses.

@@ -1,0 +1,481 @@
+"""JAX edge cases: wide int64 indices under jit, checkify's report, empty indices, NumPy data
+with JAX indices, half-precision gather_grad and the first call of a fresh process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from support import assert_same, need, to_numpy
+
+import gatherx
+
+jax = need("jax")
+jnp = need("jax.numpy")
+checkify = need("jax.experimental.checkify")
+jax_test_util = need("jax.test_util")
+
+X64 = bool(jax.config.jax_enable_x64)
+FLOAT = np.float64 if X64 else np.float32
+INT = np.int64 if X64 else np.int32
+TOL = {"rtol": 1e-12 if X64 else 1e-5, "atol": 1e-12 if X64 else 1e-5}
+needs_x64 = pytest.mark.skipif(not X64, reason="int64 indices exist only with jax_enable_x64")
+
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+ERRORS = ["index_checks", "all_checks"]
+
+
+def _rand(shape: tuple[int, ...], seed: int = 0, dtype: type = FLOAT) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def _fill_oracle(data: np.ndarray, idx: np.ndarray, axis: int, lo: int) -> np.ndarray:
+    """np.take at the valid indices, NaN wherever an index is outside [lo, size)."""
+    size = data.shape[axis]
+    good = (idx >= lo) & (idx < size)
+    safe = np.where(good, np.where(idx < 0, idx + size, idx), 0)
+    out = np.take(
+        np.pad(data, [(0, 1) if a == axis else (0, 0) for a in range(data.ndim)]), safe, axis=axis
+    )
+    mask = good.reshape((1,) * axis + idx.shape + (1,) * (data.ndim - axis - 1))
+    return np.where(mask, out, np.nan).astype(data.dtype)
+
+
+def _add_oracle(shape: tuple[int, ...], idx: np.ndarray, grad: np.ndarray, axis: int, lo: int):
+    """np.add.at in float64 of the updates at valid indices only; the rest dropped."""
+    size = shape[axis]
+    out = np.zeros(shape, np.float64)
+    g = np.moveaxis(
+        grad.astype(np.float64).reshape((*shape[:axis], idx.size, *shape[axis + 1 :])), axis, 0
+    )
+    for k, i in enumerate(idx.reshape(-1)):
+        if lo <= i < size:
+            np.moveaxis(out, axis, 0)[i % size] += g[k]
+    return out.astype(grad.dtype)
+
+
+def _gather_jit(opset: int = 13, axis: int = 0):
+    return jax.jit(lambda d, i: gatherx.gather(d, i, axis=axis, opset=opset))
+
+
+# -- wide int64 indices under jit read the fill value, never a wrapped row ------------------
+
+WIDE = [2**32, 2**32 + 1, 2**33 + 3, -(2**32), -(2**32) + 1, I64_MIN, I64_MAX]
+
+
+@needs_x64
+@pytest.mark.parametrize("bad", WIDE)
+def test_wide_index_under_jit_reads_fill(bad) -> None:
+    data = np.arange(5.0)
+    out = jax.jit(gatherx.gather)(jnp.asarray(data), jnp.array([bad], jnp.int64))
+    assert out.dtype == jnp.float64
+    assert np.isnan(to_numpy(out)).all()
+    # Next to valid indices (which a mod-2**32 wrap would hit: 2**32 + 1 -> 1).
+    idx = np.array([1, bad, 4, -1], np.int64)
+    got = _gather_jit()(jnp.asarray(data), jnp.asarray(idx))
+    assert_same(got, _fill_oracle(data, idx, 0, -5))
+
+
+@needs_x64
+@pytest.mark.parametrize("bad", [I64_MIN, -1, 2**32, -(2**32)])
+def test_wide_or_negative_index_at_opset_10_reads_fill(bad) -> None:
+    g = jax.jit(gatherx.gather, static_argnames=("axis", "opset"))
+    data = np.arange(5.0)
+    idx = np.array([bad, 0, 3], np.int64)
+    got = g(jnp.asarray(data), jnp.asarray(idx), opset=10)
+    assert_same(got, _fill_oracle(data, idx, 0, 0))
+
+
+@needs_x64
+@pytest.mark.parametrize(("shape", "axis"), [((0,), 0), ((3, 0), 0), ((3, 0), 1), ((0, 2), 0)])
+def test_int64_max_on_an_empty_axis_reads_fill(shape, axis) -> None:
+    g = jax.jit(gatherx.gather, static_argnames=("axis", "opset"))
+    data = np.zeros(shape)
+    idx = np.array([I64_MAX, 0, I64_MIN], np.int64)
+    got = g(jnp.asarray(data), jnp.asarray(idx), axis=axis)
+    assert_same(got, _fill_oracle(data, idx, axis, 0))
+
+
+@needs_x64
+@pytest.mark.parametrize(("shape", "axis"), [((5,), 0), ((5, 2), 0), ((2, 5), 1), ((0, 2), 0)])
+def test_wide_index_gather_grad_under_jit_drops_updates(shape, axis) -> None:
+    idx = np.array([2**32, 1, 2**32 + 1, I64_MIN, -1, I64_MAX, 1], np.int64)
+    size = shape[axis]
+    grad = _rand((*shape[:axis], idx.size, *shape[axis + 1 :]), seed=1)
+    fn = jax.jit(lambda i, g: gatherx.gather_grad(shape, i, g, axis=axis))
+    got = fn(jnp.asarray(idx), jnp.asarray(grad))
+    assert_same(got, _add_oracle(shape, idx, grad, axis, -size), exact=False, **TOL)
+
+
+@needs_x64
+def test_wide_index_gets_no_gradient() -> None:
+    data = _rand((5, 2))
+    idx = np.array([2**32 + 1, 1, I64_MIN, 2**32, 4], np.int64)
+    cot = _rand((5, 2), seed=2)
+
+    def loss(d, i):
+        return jnp.nansum(gatherx.gather(d, i) * cot)
+
+    got = jax.jit(jax.grad(loss))(jnp.asarray(data), jnp.asarray(idx))
+    assert_same(got, _add_oracle((5, 2), idx, cot, 0, -5), exact=False, **TOL)
+    # The VJP in an explicit form, with a cotangent on the filled rows too.
+    _, vjp = jax.vjp(lambda d: _gather_jit()(d, jnp.asarray(idx)), jnp.asarray(data))
+    assert_same(vjp(jnp.asarray(cot))[0], _add_oracle((5, 2), idx, cot, 0, -5), exact=False, **TOL)
+
+
+# -- checkify reports the index as given -----------------------------------------------------
+
+
+def _report(fn, *args, errors: str = "index_checks") -> str | None:
+    err, _ = jax.jit(checkify.checkify(fn, errors=getattr(checkify, errors)))(*args)
+    return err.get()
+
+
+def _says(message: str | None, index: int, axis: int, size: int) -> None:
+    assert message is not None
+    assert f"index {index} is out of bounds for axis {axis} with size {size}" in message
+
+
+@needs_x64
+@pytest.mark.parametrize("errors", ERRORS)
+@pytest.mark.parametrize("bad", [2**32 + 1, 2**32, -(2**32) + 1, I64_MIN, I64_MAX])
+def test_checkify_reports_the_wide_index_as_given(bad, errors) -> None:
+    data = jnp.arange(5.0)
+    idx = jnp.array([0, bad, 2**32 + 7], jnp.int64)
+    _says(_report(gatherx.gather, data, idx, errors=errors), bad, 0, 5)
+    # checkify of an already jitted function, called twice: cached traces keep the order.
+    for _ in range(2):
+        err, out = checkify.checkify(jax.jit(gatherx.gather), errors=getattr(checkify, errors))(
+            data, idx
+        )
+        _says(err.get(), bad, 0, 5)
+        assert np.isnan(to_numpy(out)[1:]).all()
+    with pytest.raises(checkify.JaxRuntimeError, match=f"index {bad} is out of bounds"):
+        err.throw()
+
+
+@pytest.mark.parametrize("errors", ERRORS)
+@pytest.mark.parametrize(
+    ("shape", "axis", "bad", "opset"),
+    [
+        ((5,), 0, -6, 13),
+        ((5,), 0, -(2**31), 13),
+        ((5,), 0, 5, 13),
+        ((4, 5), 1, -1, 10),
+        ((3, 5), 1, -6, 11),
+        ((0, 3), 0, 0, 13),
+        ((3, 0), 1, -1, 13),
+    ],
+)
+def test_checkify_reports_the_index_as_given(shape, axis, bad, opset, errors) -> None:
+    """Not after the negative wrap (-6 would read -1) and with the data's own shape."""
+    fn = lambda d, i: gatherx.gather(d, i, axis=axis, opset=opset)  # noqa: E731
+    idx = jnp.array([0, bad, 0], INT) if shape[axis] else jnp.array([bad], INT)
+    msg = _report(fn, jnp.zeros(shape, FLOAT), idx, errors=errors)
+    _says(msg, bad, axis, shape[axis])
+    assert f"array of shape {shape}" in msg
+
+
+@pytest.mark.parametrize("errors", ERRORS)
+def test_checkify_reports_gather_grad_index_as_given(errors) -> None:
+    fn = lambda i, g: gatherx.gather_grad((5, 2), i, g)  # noqa: E731
+    bad = 2**32 + 1 if X64 else -7
+    idx = jnp.array([1, bad, 2], INT)
+    _says(_report(fn, idx, jnp.ones((3, 2), FLOAT), errors=errors), bad, 0, 5)
+
+
+def test_checkify_error_is_checkifys_own_out_of_bounds_kind() -> None:
+    (oob_error,) = checkify.index_checks  # OOBError, which checkify does not export by name
+    err, _ = jax.jit(checkify.checkify(gatherx.gather, errors=frozenset({oob_error})))(
+        jnp.arange(5.0), jnp.array([9], INT)
+    )
+    assert isinstance(err.get_exception(), oob_error)
+    _says(err.get(), 9, 0, 5)
+    # Other checks only: no index error is reported.
+    err, out = jax.jit(checkify.checkify(gatherx.gather, errors=checkify.float_checks))(
+        jnp.arange(5.0), jnp.array([9], INT)
+    )
+    assert err.get() is None
+    assert np.isnan(to_numpy(out)).all()
+
+
+def test_checkify_under_vmap_reports_each_example() -> None:
+    data = jnp.arange(5.0)
+    idx = jnp.array([[0], [7], [-6], [4]], INT)
+    checked = checkify.checkify(gatherx.gather, errors=checkify.index_checks)
+    err, out = jax.jit(jax.vmap(checked, in_axes=(None, 0)))(data, idx)
+    msg = err.get()
+    assert "at mapped index 1: " in msg
+    assert "at mapped index 2: " in msg
+    assert "at mapped index 0" not in msg
+    assert "at mapped index 3" not in msg
+    _says(msg, 7, 0, 5)
+    _says(msg, -6, 0, 5)
+    assert_same(out, _fill_oracle(np.arange(5.0, dtype=FLOAT), np.asarray(idx), 0, -5))
+    # checkify outside vmap: the first bad index of the whole batch.
+    batched = jax.vmap(gatherx.gather, in_axes=(None, 0))
+    err, _ = jax.jit(checkify.checkify(batched, errors=checkify.index_checks))(data, idx)
+    _says(err.get(), 7, 0, 5)
+
+
+def test_checkify_passes_good_indices_and_keeps_grad() -> None:
+    data, idx = _rand((4, 3)), np.array([0, 3, -1, -4])
+    err, out = jax.jit(checkify.checkify(gatherx.gather, errors=checkify.all_checks))(
+        jnp.asarray(data), jnp.asarray(idx, INT)
+    )
+    assert err.get() is None
+    assert_same(out, np.take(data, idx, axis=0))
+
+    def loss(d, i):
+        return jnp.sum(gatherx.gather(d, i) ** 2)
+
+    err, got = jax.jit(checkify.checkify(jax.grad(loss), errors=checkify.index_checks))(
+        jnp.asarray(data), jnp.asarray(idx, INT)
+    )
+    assert err.get() is None
+    cot = 2 * np.take(data, idx, axis=0)
+    assert_same(got, _add_oracle((4, 3), idx, cot, 0, -4), exact=False, **TOL)
+
+
+# -- empty indices ---------------------------------------------------------------------------
+
+EMPTY = [((2, 3), (0,), 0), ((2, 3), (0,), 1), ((2, 3), (2, 0), 0), ((0, 3), (0,), 0)]
+
+
+@pytest.mark.parametrize("errors", ERRORS)
+@pytest.mark.parametrize(("shape", "ishape", "axis"), EMPTY)
+@pytest.mark.parametrize("index_dtype", [np.int32, INT])
+def test_empty_traced_indices(shape, ishape, axis, index_dtype, errors) -> None:
+    data = _rand(shape)
+    idx = np.zeros(ishape, index_dtype)
+    expected = np.take(data, idx, axis=axis)
+    fn = lambda d, i: gatherx.gather(d, i, axis=axis)  # noqa: E731
+    checked = checkify.checkify(fn, errors=getattr(checkify, errors))
+    err, out = jax.jit(checked)(jnp.asarray(data), jnp.asarray(idx))
+    assert err.get() is None
+    assert_same(out, expected)
+    assert_same(jax.jit(fn)(jnp.asarray(data), jnp.asarray(idx)), expected)
+    assert_same(fn(jnp.asarray(data), jnp.asarray(idx)), expected)
+
+    gshape = expected.shape
+    grad_fn = lambda i, g: gatherx.gather_grad(shape, i, g, axis=axis)  # noqa: E731
+    checked = checkify.checkify(grad_fn, errors=getattr(checkify, errors))
+    err, got = jax.jit(checked)(jnp.asarray(idx), jnp.ones(gshape, FLOAT))
+    assert err.get() is None
+    assert_same(got, np.zeros(shape, FLOAT))
+    assert_same(jax.jit(grad_fn)(jnp.asarray(idx), jnp.ones(gshape, FLOAT)), np.zeros(shape, FLOAT))
+
+
+# -- NumPy data with JAX indices computes in JAX ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("shape", "indices", "axis"),
+    [((5, 3), [0, 4, -1, 4, -5], 0), ((2, 5, 3), [[1, -2], [4, 0]], 1), ((4,), 2, 0)],
+)
+def test_numpy_data_with_jax_indices(shape, indices, axis) -> None:
+    data = _rand(shape)
+    idx = jnp.asarray(indices, INT)
+    wrapped = jnp.where(idx < 0, idx + shape[axis], idx)
+    native = to_numpy(jnp.take(jnp.asarray(data), wrapped, axis=axis))
+    assert_same(native, np.take(data, np.asarray(indices), axis=axis))  # the oracle itself
+    got = gatherx.gather(data, idx, axis=axis)
+    assert isinstance(got, jax.Array)
+    assert_same(got, native)
+    got = jax.jit(lambda d, i: gatherx.gather(d, i, axis=axis))(data, idx)
+    assert isinstance(got, jax.Array)
+    assert_same(got, native)
+    # Also with the NumPy data closed over by the traced function.
+    assert_same(jax.jit(lambda i: gatherx.gather(data, i, axis=axis))(idx), native)
+
+
+def test_numpy_data_with_jax_indices_check_grads() -> None:
+    x = _rand((5, 3), seed=4)
+    i = jnp.asarray([0, 4, -1, 4, -5], INT)
+    # check_grads hands NumPy arrays (here not moved to JAX) to its finite differences.
+    jax_test_util.check_grads(lambda x: gatherx.gather(x, i), (x,), order=2, modes=["fwd", "rev"])
+    f = lambda x: jnp.tanh(gatherx.gather(x, i, axis=1 - 1)) ** 2  # noqa: E731
+    jax_test_util.check_grads(f, (x,), order=2, modes=["fwd", "rev"])
+
+
+def test_numpy_gather_grad_with_jax_indices() -> None:
+    idx = np.array([1, -1, 1])
+    grad = _rand((3, 2), seed=5)
+    got = gatherx.gather_grad((4, 2), jnp.asarray(idx, INT), grad)
+    assert isinstance(got, jax.Array)
+    assert_same(got, _add_oracle((4, 2), idx, grad, 0, -4), exact=False, **TOL)
+
+
+# -- half-precision gather_grad sums in float32 and rounds once ------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("traced", [False, True], ids=["eager", "jit"])
+def test_half_gather_grad_rounds_once(dtype, traced) -> None:
+    half = jnp.dtype(dtype)
+    grad = np.full((2000, 3), 0.1).astype(half)
+    idx = np.zeros(2000, INT)
+    idx[::2] = 1
+    idx[-1] = -1
+    expected = np.zeros((4, 3), np.float64)
+    np.add.at(expected, idx, grad.astype(np.float64))
+    expected = expected.astype(half)
+    fn = lambda shape, i, g: gatherx.gather_grad(shape, i, g)  # noqa: E731
+    if traced:
+        fn = jax.jit(fn, static_argnums=0)
+    got = fn((4, 3), jnp.asarray(idx), jnp.asarray(grad))
+    assert_same(got, expected)
+    # A single slot: 2000 x 0.1 is 200 within one rounding.
+    one = np.full((2000,), 0.1).astype(half)
+    got = fn((1,), jnp.zeros(2000, INT), jnp.asarray(one))
+    want = np.array([one.astype(np.float64).sum()]).astype(half)
+    assert_same(got, want)
+    assert abs(float(to_numpy(got)[0]) - 200) <= float(np.spacing(want[0].astype(np.float32)))
+
+
+# -- the first call in a fresh process -------------------------------------------------------
+
+_FRESH = """
+import json, sys
+import jax, jax.numpy as jnp, numpy as np
+import gatherx
+
+first = sys.argv[1]
+d = jnp.asarray(np.arange(12.0).reshape(4, 3))
+i = jnp.asarray([3, -1, 0, 2])
+
+def f(d, i):
+    return gatherx.gather(d, i)
+
+def loss(d):
+    return jnp.sum(gatherx.gather(d, i) ** 2)
+
+def oob():
+    try:
+        gatherx.gather(d, jnp.asarray([0, 4]))
+    except IndexError as e:
+        return str(e)
+    return None
+
+if first == "jit":
+    out = jax.jit(f)(d, i)
+elif first == "vmap":
+    out = jax.vmap(f, in_axes=(None, 0))(d, i[:, None])[:, 0]
+else:
+    out = jax.grad(loss)(d)
+first_oob = oob()
+if first == "grad":
+    later = [jax.grad(loss)(d), jax.jit(jax.grad(loss))(d)]
+else:
+    later = [f(d, i), jax.jit(f)(d, i)]
+print(json.dumps({
+    "first": np.asarray(out).tolist(),
+    "later": [np.asarray(x).tolist() for x in later],
+    "dtypes": [str(x.dtype) for x in (out, *later)],
+    "first_oob": first_oob,
+    "later_oob": oob(),
+}))
+"""
+
+
+@pytest.mark.parametrize("first", ["jit", "vmap", "grad"])
+def test_first_call_in_a_fresh_process(first) -> None:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.dirname(os.path.dirname(gatherx.__file__)), env.get("PYTHONPATH", "")]
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_FRESH), first],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    data = np.arange(12.0).reshape(4, 3)
+    idx = np.array([3, -1, 0, 2])
+    if first == "grad":
+        expected = _add_oracle((4, 3), idx, 2 * np.take(data, idx, axis=0), 0, -4)
+    else:
+        expected = np.take(data, idx, axis=0)
+    np.testing.assert_array_equal(np.asarray(result["first"]), expected)
+    for later in result["later"]:
+        assert later == result["first"]
+    assert len(set(result["dtypes"])) == 1
+    assert result["dtypes"][0] == ("float64" if X64 else "float32")
+    assert result["first_oob"] is not None
+    assert "idx=4" in result["first_oob"]
+    assert result["later_oob"] == result["first_oob"]
+
+
+_SHARDED = """
+import json
+import jax, jax.numpy as jnp, numpy as np
+from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+from jax.experimental import checkify
+import gatherx
+
+mesh = jax.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Explicit,) * 2)
+report = []
+with jax.set_mesh(mesh):
+    for dspec, ispec in [(P(None, "x"), P("y")), (P("x", None), P()), (P(None, "y"), P("x"))]:
+        d = jax.device_put(np.arange(32.0).reshape(8, 4), NamedSharding(mesh, dspec))
+        i = jax.device_put(np.array([0, 9, 1, -9], np.int32), NamedSharding(mesh, ispec))
+        f = lambda d, i: gatherx.gather(d, i) + gatherx.gather(d, i[::-1])
+        err, out = jax.jit(checkify.checkify(f, errors=checkify.index_checks))(d, i)
+        g = lambda i, g: gatherx.gather_grad((8, 4), i, g)
+        err2, out2 = jax.jit(checkify.checkify(g, errors=checkify.index_checks))(i, out)
+        report.append([np.asarray(out).tolist(), np.asarray(out2).tolist(), err, err2])
+print(json.dumps([[o, o2, e.get(), e2.get()] for o, o2, e, e2 in report]))
+"""
+
+
+def test_checkify_on_an_explicit_mesh_in_a_fresh_process() -> None:
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = " ".join(
+        [env.get("XLA_FLAGS", ""), "--xla_force_host_platform_device_count=4"]
+    ).strip()
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.dirname(os.path.dirname(gatherx.__file__)), env.get("PYTHONPATH", "")]
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", _SHARDED],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = np.arange(32.0).reshape(8, 4)
+    idx = np.array([0, 9, 1, -9])
+    fwd = _fill_oracle(data, idx, 0, -8)
+    fwd = fwd + fwd[::-1]
+    for out, out2, msg, msg2 in json.loads(proc.stdout.strip().splitlines()[-1]):
+        np.testing.assert_array_equal(np.asarray(out, np.float64), fwd)
+        want2 = _add_oracle((8, 4), idx, np.nan_to_num(fwd, nan=0.0), 0, -8)
+        np.testing.assert_allclose(np.nan_to_num(np.asarray(out2), nan=0.0), want2)
+        _says(msg, 9, 0, 8)
+        _says(msg2, 9, 0, 8)
+
+
+def test_jax_export_with_a_symbolic_index_length():
+    """jax.export of the jitted gather with a symbolic number of indices, bad ones filled."""
+    from jax import export
+
+    f = jax.jit(gatherx.gather, static_argnames=("axis", "opset"))
+    (n,) = export.symbolic_shape("n")
+    exported = export.export(f)(
+        jax.ShapeDtypeStruct((5, 3), jnp.float32), jax.ShapeDtypeStruct((n,), jnp.int32)
+    )
+    data = np.arange(15, dtype=np.float32).reshape(5, 3)
+    got = np.asarray(exported.call(jnp.asarray(data), jnp.asarray([0, -1, 7], jnp.int32)))
+    np.testing.assert_array_equal(got[:2], np.take(data, [0, -1], axis=0))
+    assert np.isnan(got[2]).all()
