@@ -479,3 +479,11 @@ def test_jax_export_with_a_symbolic_index_length():
     got = np.asarray(exported.call(jnp.asarray(data), jnp.asarray([0, -1, 7], jnp.int32)))
     np.testing.assert_array_equal(got[:2], np.take(data, [0, -1], axis=0))
     assert np.isnan(got[2]).all()
+
+
+@pytest.mark.parametrize("name", ["axis", "opset"])
+def test_traced_axis_or_opset_names_static_argnames(name):
+    data, ids = jnp.zeros((2, 3)), jnp.array([0])
+    with pytest.raises(TypeError, match=r'static_argnames=\("axis", "opset"\)') as info:
+        jax.jit(gatherx.gather)(data, ids, **{name: 1 if name == "axis" else 13})
+    assert str(info.value).startswith(f"gather: {name} must be a Python int, got a traced value")
