@@ -13,10 +13,9 @@ import numpy as np
 
 from . import _errors
 from ._backends.base import Backend
+from ._indices import HOST_TYPES, is_host
 
 _BY_TYPE: dict[type, Backend | None] = {}
-#: Index types every backend takes as they are: Python and NumPy values.
-_HOST_TYPES = frozenset({np.ndarray, int, list, tuple})
 
 
 def backend_of(array: Any, indices: Any, fn: str, role: str) -> Backend:
@@ -25,7 +24,7 @@ def backend_of(array: Any, indices: Any, fn: str, role: str) -> Backend:
     if backend is None:
         backend = _learn(array, fn, role)
     kind = type(indices)
-    if kind is type(array) or kind in _HOST_TYPES:
+    if kind is type(array) or kind in HOST_TYPES:
         return backend
     return _with_indices(backend, array, indices, fn)
 
@@ -41,7 +40,7 @@ def _learn(array: Any, fn: str, role: str) -> Backend:
 
 
 def _with_indices(backend: Backend, array: Any, indices: Any, fn: str) -> Backend:
-    if isinstance(indices, (np.ndarray, np.generic, int)):  # subclasses, NumPy scalars
+    if is_host(indices):  # every backend takes them (subclasses, NumPy scalars)
         return backend
     kind = type(indices)
     if kind not in _BY_TYPE:

@@ -12,9 +12,17 @@ from . import _errors, _rules
 _REFUSED_SUBCLASSES = (np.ma.MaskedArray, np.matrix)
 
 
+#: Python index types, parsed by :func:`host_indices`.
+PYTHON_TYPES = frozenset({int, list, tuple})
+#: The exact types of host indices, for identity tests on hot paths (see :func:`is_host`).
+HOST_TYPES = PYTHON_TYPES | {np.ndarray}
+
+
 def is_host(indices: object) -> bool:
     """Whether ``indices`` are host values (NumPy or Python) that any backend accepts."""
-    return isinstance(indices, (np.ndarray, np.generic, int, list, tuple))
+    return type(indices) in HOST_TYPES or isinstance(
+        indices, (np.ndarray, np.generic, int, list, tuple)
+    )
 
 
 def host_indices(indices: Any, fn: str) -> np.ndarray:

@@ -172,13 +172,7 @@ def check_host_bounds(
         return 0
     low, high = int(indices.min()), int(indices.max())
     if out_of_range(low, high, size, opset):
-        raise_first_bad(indices, size, axis, opset, fn)
+        found = first_bad(indices, size, opset)
+        assert found is not None
+        raise _errors.out_of_bounds(fn, *found, size, axis, opset)
     return low
-
-
-def raise_first_bad(indices: np.ndarray, size: int, axis: int, opset: int, fn: str) -> None:
-    """Raise the out-of-bounds error naming the first bad element of host ``indices``."""
-    found = first_bad(indices, size, opset)
-    if found is not None:
-        value, position = found
-        raise _errors.out_of_bounds(fn, value, position, size, axis, opset)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 import importlib
 import os
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -37,6 +39,20 @@ def need(module: str) -> Any:
         if module in required() or module.partition(".")[0] in required():
             pytest.fail(f"{module} is required in this run (GATHERX_REQUIRE) but missing: {exc}")
         pytest.skip(f"{module} is not installed", allow_module_level=True)
+
+
+def run_python(code: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``python -c code *args`` in a fresh process that imports this checkout's gatherx, with
+    ``env`` added to this process's environment; fails the test if it exits non-zero."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = [root, os.environ.get("PYTHONPATH", "")]
+    full = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p), **env}
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True, text=True, timeout=300, env=full, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
 
 
 def namespace(backend: Backend) -> Any:

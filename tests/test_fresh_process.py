@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from support import need
+from support import need, run_python
 
 # Each run prints, as JSON, the outcome of calls made in ``order`` ("good" or "bad"); the
 # first of them is the process's first gatherx call.
@@ -80,12 +77,7 @@ IDS = np.array([[3, -1], [0, 2]])
 
 
 def _run(framework: str, mode: str, order: list[str]) -> list:
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, framework, mode, ",".join(order)],
-        capture_output=True, text=True, timeout=300, env=env, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_python(SCRIPT, framework, mode, ",".join(order), PYTHONWARNINGS="ignore")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

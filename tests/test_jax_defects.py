@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
-from support import assert_same, need, to_numpy
+from support import assert_same, need, run_python, to_numpy
 
 import gatherx
 
@@ -385,19 +383,7 @@ print(json.dumps({
 
 @pytest.mark.parametrize("first", ["jit", "vmap", "grad"])
 def test_first_call_in_a_fresh_process(first) -> None:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [os.path.dirname(os.path.dirname(gatherx.__file__)), env.get("PYTHONPATH", "")]
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(_FRESH), first],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = run_python(textwrap.dedent(_FRESH), first)
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     data = np.arange(12.0).reshape(4, 3)
     idx = np.array([3, -1, 0, 2])
@@ -438,22 +424,8 @@ print(json.dumps([[o, o2, e.get(), e2.get()] for o, o2, e, e2 in report]))
 
 
 def test_checkify_on_an_explicit_mesh_in_a_fresh_process() -> None:
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = " ".join(
-        [env.get("XLA_FLAGS", ""), "--xla_force_host_platform_device_count=4"]
-    ).strip()
-    env["PYTHONPATH"] = os.pathsep.join(
-        [os.path.dirname(os.path.dirname(gatherx.__file__)), env.get("PYTHONPATH", "")]
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", _SHARDED],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
+    flags = " ".join([os.environ.get("XLA_FLAGS", ""), "--xla_force_host_platform_device_count=4"])
+    proc = run_python(_SHARDED, XLA_FLAGS=flags.strip())
     data = np.arange(32.0).reshape(8, 4)
     idx = np.array([0, 9, 1, -9])
     fwd = _fill_oracle(data, idx, 0, -8)

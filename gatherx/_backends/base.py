@@ -99,15 +99,20 @@ class Backend:
         extremes = self.bounds(index)
         if extremes is None:
             return self.unchecked(index, size, axis, opset, fn)
-        low, high = extremes
+        return self.checked(index, *extremes, size, axis, opset, fn)
+
+    def checked(
+        self, index: Any, low: int, high: int, size: int, axis: int, opset: int, fn: str
+    ) -> Any:
+        """A native index whose extremes were read: the IndexError, or the index wrapped."""
         if _rules.out_of_range(low, high, size, opset):
             values = self.to_host(index)
-            if tuple(values.shape) == tuple(index.shape):
-                _rules.raise_first_bad(values, size, axis, opset, fn)
-            # The values hold more than this index (a vmap batch): a position would mislead.
-            lo, hi = _rules.index_range(size, opset)
-            bad = values[(values < lo) | (values > hi)]
-            raise _errors.out_of_bounds(fn, int(bad[0]), None, size, axis, opset)
+            found = _rules.first_bad(values, size, opset)
+            assert found is not None
+            value, position = found
+            # Values holding more than this index (a vmap batch) have no position in it.
+            where = position if tuple(values.shape) == tuple(index.shape) else None
+            raise _errors.out_of_bounds(fn, value, where, size, axis, opset)
         return self.wrap(index, size, low, opset)
 
     def gather(self, data: Any, indices: Any, axis: Any, opset: Any) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .. import _rules
-from .._indices import host_indices, plain_ndarray
+from .._indices import PYTHON_TYPES, host_indices, plain_ndarray
 from .._strategy import numpy_grad_plan
 from .base import Backend
 
@@ -25,7 +25,6 @@ _FAST_DATA_DTYPES = frozenset(
     np.dtype(name) for name in _rules.data_dtypes(_rules.NEGATIVE_INDICES_SINCE) - {"string"}
 )
 _FAST_INDEX_DTYPES = frozenset(np.dtype(name) for name in _rules.INDEX_DTYPES)
-_PYTHON_INDEX_TYPES = frozenset({list, int})
 
 
 class NumpyBackend(Backend):
@@ -36,7 +35,7 @@ class NumpyBackend(Backend):
         # identity and set tests. Non-empty data makes ndarray.take check every index against
         # exactly [-s, s-1], Gather-11's range; the flow reports what it refuses.
         host = indices
-        if type(indices) in _PYTHON_INDEX_TYPES:
+        if type(indices) in PYTHON_TYPES:
             host = host_indices(indices, "gather")  # the flow's own parsing and errors
         if (
             type(host) is np.ndarray

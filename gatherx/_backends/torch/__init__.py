@@ -79,10 +79,7 @@ class TorchBackend(Backend):
         self, indices: torch.Tensor, size: int, axis: int, opset: int, fn: str
     ) -> torch.Tensor:
         """:meth:`bounded` for a non-empty plain CPU index, reading it in one ATen pass."""
-        low, high = bounds.read_cpu(indices)
-        if _rules.out_of_range(low, high, size, opset):
-            _rules.raise_first_bad(indices.numpy(), size, axis, opset, fn)
-        return self.wrap(indices, size, low, opset)
+        return self.checked(indices, *bounds.read_cpu(indices), size, axis, opset, fn)
 
     def gather_grad(self, shape: Any, indices: Any, grad: Any, axis: Any) -> Any:
         if (
