@@ -58,6 +58,8 @@ def parity(session: nox.Session) -> None:
     install(session, "-e", ".[test]", "torch", "jax", "onnxruntime", "array-api-strict", "dask")
     pytest(session, "-m", "parity", "-p", "no:cacheprovider",
            require="torch,jax,onnx,onnxruntime,array_api_strict")  # fmt: skip
+    # The accelerator checks that need no GPU, with the device bounds policy forced on the CPU.
+    session.run("python", "benchmarks/device_check.py", "--cpu")
 
 
 @nox.session(python=PYTHON)

@@ -26,6 +26,17 @@ EXTRA = (
     Case("mid64", (64, 1024, 64), (512,), 1),
     Case("mid16", (256, 1024, 16), (512,), 1),
     Case("mid-small", (8, 512, 256), (256,), 1),
+    Case("rank4-f64", (16, 32, 16, 64), (4, 8), 2, dtype="float64"),
+    Case("last-f64", (256, 256, 64), (32,), -1, dtype="float64"),
+    Case("short-f64", (1000, 8), (200000,), 0, dtype="float64"),
+    Case("rows4", (1000, 4), (200000,), 0),
+    Case("rows32", (1000, 32), (50000,), 0),
+    Case("last-wide", (64, 4096), (2048,), 1),
+    Case("last-small", (64, 64), (32,), 1),
+    Case("flat", (100000,), (200000,), 0),
+    Case("rows8-sparse", (100000, 8), (20000,), 0),
+    Case("rows8-even", (20000, 8), (20000,), 0),
+    Case("rows2-pre4", (4, 5000, 2), (40000,), 1),
 )
 SHAPES = (*CASES, *EXTRA)
 
@@ -35,15 +46,55 @@ def three_d(c: Case) -> tuple[int, int, int]:
     return (math.prod(c.data_shape[:ax]), c.data_shape[ax], math.prod(c.data_shape[ax + 1 :]))
 
 
+def _check(i: np.ndarray, size: int) -> None:
+    """gatherx's own bounds check: every index in [-size, size - 1]."""
+    if i.min() < -size or i.max() >= size:
+        raise IndexError
+
+
 def section_numpy_forward(c: Case) -> dict[str, Callable[[], Any]]:
+    """gatherx's indices (negatives included) unless the name says "wrapped"."""
+    import gatherx
+    from gatherx._backends import numpy as nb
+
     x = make_inputs(c)
-    d, i, ax = x.data, x.indices, c.ax
-    return {
-        "np.take": partial(np.take, d, i, axis=ax),
-        "ndarray.take": partial(d.take, i, axis=ax),
-        "take clip": partial(d.take, i, axis=ax, mode="clip"),
-        "fancy": lambda: d[x.key],
+    d, i, w, ax = x.data, x.indices, x.wrapped, c.ax
+    size = c.data_shape[ax]
+    key = (slice(None),) * ax + (i,)
+
+    def checked(f: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            _check(i, size)
+            return f()
+
+        return run
+
+    fns: dict[str, Callable[[], Any]] = {
+        "np.take wrapped": partial(np.take, d, w, axis=ax),
+        "fancy wrapped": lambda: d[x.key],
+        "check + take wrap": checked(partial(d.take, i, axis=ax, mode="wrap")),
+        "check + take clip wrapped": checked(partial(d.take, w, axis=ax, mode="clip")),
+        "fancy": lambda: d[key],
     }
+    for plan in nb.FORWARD_PLANS:
+        fns[f"plan {plan}"] = partial(nb.take_by_plan, plan, d, i, ax)
+    fns["gatherx"] = partial(gatherx.gather, d, i, axis=c.axis)
+    return fns
+
+
+def section_numpy_forward_strided(c: Case) -> dict[str, Callable[[], Any]]:
+    """The same on non-contiguous data: every other element of a twice-as-long last axis."""
+    import gatherx
+    from gatherx._backends import numpy as nb
+
+    x = make_inputs(c)
+    wide = np.repeat(x.data[..., None], 2, axis=-1).reshape(*c.data_shape[:-1], -1)
+    d, i, ax = wide[..., ::2], x.indices, c.ax
+    fns: dict[str, Callable[[], Any]] = {"np.take wrapped": partial(np.take, d, x.wrapped, axis=ax)}
+    for plan in ("raise", "fancy"):
+        fns[f"plan {plan}"] = partial(nb.take_by_plan, plan, d, i, ax)
+    fns["gatherx"] = partial(gatherx.gather, d, i, axis=c.axis)
+    return fns
 
 
 def section_numpy_grad(c: Case) -> dict[str, Callable[[], Any]]:
@@ -59,9 +110,20 @@ def section_numpy_grad(c: Case) -> dict[str, Callable[[], Any]]:
         return z
 
     fns: dict[str, Callable[[], Any]] = {"np.add.at": add_at}
-    for plan in nb.GRAD_PLANS:
-        fns[plan] = partial(nb.grad_by_plan, plan, c.data_shape, i, g, c.ax)
+    for plan in nb.GRAD_PLANS:  # the plans take checked, non-negative indices
+        fns[plan] = partial(nb.grad_by_plan, plan, c.data_shape, x.wrapped, g, c.ax)
     fns["gatherx"] = partial(gatherx.gather_grad, c.data_shape, i, g, axis=c.axis)
+    # Half precision: summed in float32 (float64 by the columns plan), rounded once.
+    halves: dict[str, Any] = {"float16": np.float16}
+    try:
+        import ml_dtypes
+
+        halves["bfloat16"] = ml_dtypes.bfloat16
+    except ImportError:  # no bfloat16 without ml_dtypes
+        pass
+    for name, dtype in halves.items():
+        half = g.astype(dtype)
+        fns[f"gatherx {name}"] = partial(gatherx.gather_grad, c.data_shape, i, half, axis=c.axis)
     return fns
 
 
@@ -246,6 +308,7 @@ def section_jax_vjp(c: Case) -> dict[str, Callable[[], Any]]:
 
 SECTIONS = {
     "numpy-forward": section_numpy_forward,
+    "numpy-forward-strided": section_numpy_forward_strided,
     "numpy-grad": section_numpy_grad,
     "torch-forward": section_torch_forward,
     "torch-backward": section_torch_backward,

@@ -6,8 +6,9 @@ import importlib
 from typing import Any
 
 from ._api import gather, gather_grad
+from ._policy import exact_bounds
 
-__all__ = ["__version__", "gather", "gather_grad"]
+__all__ = ["__version__", "exact_bounds", "gather", "gather_grad"]
 __version__ = "0.1.0"
 
 #: Public submodules, imported on first attribute access (PEP 562) as NumPy and JAX do, so

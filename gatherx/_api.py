@@ -34,9 +34,11 @@ def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13) -> Any
     ------
     IndexError
         An index is out of range; the message names the value, its position and the range.
-        Under ``torch.compile`` / ``torch.export`` the check runs in the graph and raises
-        ``RuntimeError`` instead; under ``jax.jit`` traced indices are checked by
-        ``jax.experimental.checkify`` (unchecked, out-of-range reads are filled, never wrapped).
+        Under ``torch.compile`` / ``torch.export``, and for torch tensors on an accelerator
+        (no host sync; :func:`gatherx.exact_bounds` opts back into this error), the check
+        runs on the device and raises ``RuntimeError`` with the same text; under ``jax.jit``
+        traced indices are checked by ``jax.experimental.checkify`` (unchecked, out-of-range
+        reads are filled, never wrapped).
     TypeError
         Indices are not int32/int64, the data dtype is not an ONNX type (bfloat16 needs
         opset 13), or data and indices come from different frameworks.

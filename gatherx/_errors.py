@@ -189,3 +189,8 @@ def unknown_chunks(fn: str, what: str) -> ValueError:
     return ValueError(
         f"{fn}: {what} has unknown chunk sizes; call .compute_chunk_sizes() on it first"
     )
+
+
+def bounds_policy(where: str, names: tuple[str, ...], value: object) -> ValueError:
+    choices = ", ".join(repr(n) for n in names[:-1]) + f" or {names[-1]!r} (by device kind)"
+    return ValueError(f"gatherx: {where} must be {choices}, got {value!r}")

@@ -8,9 +8,54 @@ from __future__ import annotations
 import math
 
 # --------------------------------------------------------------------------- NumPy
-# Forward: ndarray.take always, the same copy loop as np.take without its Python wrapper.
+# Forward: ndarray.take (np.take's copy loop without its Python wrapper) checks and maps each
+# index as it copies, a branch that random negative indices mispredict; where that per-index
+# cost shows (short rows), the indices are checked and made non-negative first, or fancy
+# indexing of a one-element-per-row view does both in a loop of its own.
 # gather_grad: np.add.at's per-element loop is slow for repeated indices, so whole-row or
 # flat-element scatters replace it except on gradients too small to repay their overhead.
+
+#: Outputs of fewer elements: ``raise`` (the other plans' extra calls cost more than they save).
+NUMPY_PLAN_MIN_OUTPUT = 1 << 14
+#: Rows (``post * itemsize`` bytes) of these lengths, with ``pre == 1``: ``rows1d``.
+NUMPY_ROWS1D_BYTES = frozenset({1, 2, 4, 8, 16})
+#: With ``pre == 1``, rows at most this long and data at most 1/8 of the output: ``doubled``.
+NUMPY_DOUBLED_ROW_BYTES = 32
+NUMPY_DOUBLED_DATA_SHARE = 8
+#: With ``pre > 1``, rows at most this long: ``wrap``.
+NUMPY_WRAP_ROW_BYTES = 16
+
+
+def numpy_forward_plan(
+    pre: int, size: int, n_index: int, post: int, itemsize: int, contiguous: bool = True
+) -> str:
+    """The NumPy forward formulation for data viewed as ``(pre, size, post)``.
+
+    - ``raise``: ``ndarray.take`` in mode "raise", checking each index as it copies.
+    - ``wrap``: the indices' minimum and maximum checked, negative ones made non-negative
+      without a branch, then ``ndarray.take`` in mode "wrap", whose per-index step is
+      cheaper than mode "raise"'s once no index needs it.
+    - ``rows1d``: fancy indexing of the data viewed as one ``size``-long vector of
+      ``post * itemsize``-byte elements (NumPy's one-dimensional indexing loop).
+    - ``doubled``: ``ndarray.take`` on the data repeated twice along the axis, at the
+      indices plus ``size`` (all non-negative), after a check of their minimum.
+    - ``fancy``: fancy indexing, which reads strided data where it lies; ``ndarray.take``
+      would first copy all of non-``contiguous`` data.
+    """
+    if not contiguous:
+        return "fancy"
+    out = pre * n_index * post
+    if out < NUMPY_PLAN_MIN_OUTPUT:
+        return "raise"
+    row = post * itemsize
+    if pre == 1:
+        if row in NUMPY_ROWS1D_BYTES:
+            return "rows1d"
+        if row <= NUMPY_DOUBLED_ROW_BYTES and size * NUMPY_DOUBLED_DATA_SHARE <= n_index:
+            return "doubled"
+        return "raise"
+    return "wrap" if row <= NUMPY_WRAP_ROW_BYTES else "raise"
+
 
 #: At most this many gradient elements: np.add.at itself.
 NUMPY_SMALL_GRAD = 2048
@@ -18,22 +63,33 @@ NUMPY_SMALL_GRAD = 2048
 NUMPY_ROW_POST = 16
 #: With ``pre > 1``, a larger share of repeated index positions: the element plan.
 NUMPY_ROW_REPEATED = 0.5
+#: Short rows of a real floating gradient with at most this many (outer row, column) pairs,
+#: and at least one index per ``NUMPY_COLUMNS_SLOTS`` slots of the axis: ``columns``.
+NUMPY_COLUMNS_MAX = 16
+NUMPY_COLUMNS_SLOTS = 2
 
 
-def numpy_grad_plan(pre: int, size: int, n_index: int, post: int, repeated: float | None) -> str:
-    """The NumPy gather_grad formulation: ``add.at``, ``rows`` or ``elements``.
+def numpy_grad_plan(
+    pre: int, size: int, n_index: int, post: int, repeated: float | None, floating: bool = False
+) -> str:
+    """The NumPy gather_grad formulation: ``add.at``, ``rows``, ``elements`` or ``columns``.
 
     ``repeated`` is the share of the ``n_index`` positions whose index value occurs more than
     once; where it is None and the choice depends on it, the answer is ``""`` (count first).
+    ``floating``: the gradient has a real floating dtype.
 
     - ``add.at``: ``np.add.at`` on the original shapes.
     - ``rows``: one fancy-index scatter of whole ``post``-long rows, then the repeated
       indices re-summed a vectorised round per occurrence number.
     - ``elements``: zeros, then the 1-D ``np.add.at`` loop at flat element positions.
+    - ``columns``: one float64 ``np.bincount`` of the indices per (outer row, column),
+      weighted by that column of the gradient.
     """
     if pre * n_index * post <= NUMPY_SMALL_GRAD:
         return "add.at"
     if post < NUMPY_ROW_POST:
+        if floating and pre * post <= NUMPY_COLUMNS_MAX and n_index * NUMPY_COLUMNS_SLOTS >= size:
+            return "columns"
         return "elements"
     if pre == 1:
         return "rows"
@@ -93,6 +149,34 @@ def torch_forward_plan(
             "moved_out" if eager and post * itemsize >= TORCH_MOVED_OUT_ROW_BYTES else "rows_flat"
         )
     return "index_select_3d"
+
+
+#: Eager gathers on axis 0 of at most this many output elements (4x as many for an index of
+#: rank 2 or more) index with ``data[index]`` (docs/performance.md).
+TORCH_SMALL_ROWS = 256
+
+
+def torch_rows_plan(n_out: int, index_ndim: int) -> str:
+    """``advanced_indexing`` or ``index_select`` for an eager gather on axis 0 of ``n_out``
+    output elements: ``data[index]`` is one ATen call that reads negative indices as counted
+    from the end, where index_select needs them wrapped and, for an n-D index, a flat index
+    and a view of its output; it copies rows more slowly, so only small outputs take it."""
+    limit = TORCH_SMALL_ROWS * (4 if index_ndim > 1 else 1)
+    # ATen skips data[index]'s bounds check when the output is empty; index_select checks
+    return "advanced_indexing" if index_ndim and 0 < n_out <= limit else "index_select"
+
+
+#: Eager CPU gathers on axis 0 whose index holds negatives: rows of at most this many bytes
+#: are read by NumPy's take (docs/performance.md).
+TORCH_NUMPY_ROW_BYTES = 256
+
+
+def torch_from_end_plan(row_bytes: int) -> str:
+    """``numpy_take`` or ``wrap`` for an eager CPU gather on axis 0 that index_select refused
+    (a negative index): NumPy's take reads [-s, -1] from the end as it copies, where
+    index_select needs a wrapped copy of the index first, a pass that costs as much as the
+    gather itself when rows are short; long rows keep index_select's parallel copy."""
+    return "numpy_take" if row_bytes <= TORCH_NUMPY_ROW_BYTES else "wrap"
 
 
 def torch_backward_plan(index_dtype: str, device_type: str) -> str:

@@ -49,19 +49,44 @@ def test_numpy_grad_plan_matches_add_at(plan, shape, indices, axis, dtype):
     idx = np.asarray(indices, dtype=np.int64)
     grad = grad_for(shape, idx, axis, dtype)
     # The plans take the indices the flow has checked and made non-negative.
-    got = nb.grad_by_plan(plan, shape, idx % max(shape[axis], 1), grad, axis)
-    want = add_at(shape, idx, grad, axis)
+    wrapped = idx % max(shape[axis], 1)
+    if plan == "columns":
+        if np.dtype(dtype).kind != "f":
+            with pytest.raises(ValueError, match="real floating"):
+                nb.grad_by_plan(plan, shape, wrapped, grad, axis)
+            return
+        # np.bincount adds in float64, in order of occurrence, and rounds once.
+        want = add_at(shape, idx, grad.astype(np.float64), axis).astype(dtype)
+    else:
+        want = add_at(shape, idx, grad, axis)
+    got = nb.grad_by_plan(plan, shape, wrapped, grad, axis)
     assert got.dtype == want.dtype
     assert got.shape == want.shape
     # Every plan adds in order of occurrence, as np.add.at does: equal bits, not just close.
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("plan", nb.GRAD_PLANS)
+@pytest.mark.parametrize(("shape", "indices", "axis"), GRAD_CASES)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_numpy_grad_plan_half_precision(plan, shape, indices, axis, dtype):
+    if dtype == "bfloat16":
+        dtype = need("ml_dtypes").bfloat16
+    idx = np.asarray(indices, dtype=np.int64)
+    grad = grad_for(shape, idx, axis, "float32").astype(dtype)
+    # Summed in float32 (float64 by np.bincount), rounded once into half precision.
+    wide = np.float64 if plan == "columns" else np.float32
+    want = add_at(shape, idx, grad.astype(wide), axis).astype(dtype)
+    got = nb.grad_by_plan(plan, shape, idx % max(shape[axis], 1), grad, axis)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+
+
 def test_numpy_grad_plan_int32_indices_and_complex():
     idx = np.array([[2, 0], [2, -3]], dtype=np.int32)
     grad = (np.arange(2 * 2 * 2 * 5) * (1 + 1j)).reshape(2, 2, 2, 5).astype(np.complex64)
     want = add_at((2, 3, 5), idx.astype(np.int64), grad, 1)
-    for plan in nb.GRAD_PLANS:
+    for plan in set(nb.GRAD_PLANS) - {"columns"}:  # columns: real floating gradients only
         np.testing.assert_array_equal(nb.grad_by_plan(plan, (2, 3, 5), idx % 3, grad, 1), want)
 
 
@@ -77,6 +102,10 @@ BRANCHES = [
     ("rows", (3000, 16), np.arange(300) * 7 % 3000, 0),
     ("rows", (8, 64, 16), np.arange(40) % 64, 1),  # pre > 1, few repeats
     ("elements", (8, 64, 16), np.arange(200) % 64, 1),  # pre > 1, most indices repeat
+    ("columns", (1000, 8), np.arange(20000) * 7 % 1000, 0),  # short rows, long index runs
+    ("columns", (2, 500, 4), np.arange(3000) % 500, 1),  # 8 (outer row, column) pairs
+    ("elements", (100000, 8), np.arange(3000) * 7 % 100000, 0),  # too few indices per slot
+    ("elements", (64, 500, 4), np.arange(3000) % 500, 1),  # too many pairs
 ]
 
 
@@ -86,10 +115,24 @@ def test_numpy_auto_plan_branches(plan, shape, indices, axis):
     flat = indices.reshape(-1)
     counts = np.bincount(flat, minlength=shape[axis])
     repeated = float(np.mean(counts[flat] > 1))
-    assert st.numpy_grad_plan(pre, shape[axis], indices.size, post, repeated) == plan
+    floating = st.numpy_grad_plan(pre, shape[axis], indices.size, post, repeated, True)
+    assert floating == plan
+    exact = st.numpy_grad_plan(pre, shape[axis], indices.size, post, repeated, False)
+    assert exact == ("elements" if plan == "columns" else plan)  # integers: never columns
     grad = grad_for(shape, indices, axis, "float32")
     got = gatherx.gather_grad(shape, indices, grad, axis=axis)
-    np.testing.assert_array_equal(got, add_at(shape, indices, grad, axis))
+    if plan == "columns":
+        want = add_at(shape, indices, grad.astype(np.float64), axis).astype(np.float32)
+    else:
+        want = add_at(shape, indices, grad, axis)
+    np.testing.assert_array_equal(got, want)
+    # Negative indices, made non-negative by the flow, give the same.
+    negative = indices - shape[axis]
+    np.testing.assert_array_equal(gatherx.gather_grad(shape, negative, grad, axis=axis), want)
+    ints = grad_for(shape, indices, axis, "int32")
+    np.testing.assert_array_equal(
+        gatherx.gather_grad(shape, indices, ints, axis=axis), add_at(shape, indices, ints, axis)
+    )
 
 
 def test_numpy_plan_asks_for_repeats_only_when_needed():

@@ -57,6 +57,46 @@ def test_aten_index_select_refuses_every_bad_index(shape, index_dtype, layout, b
         torch.index_select(data, 0, torch.tensor(index, dtype=index_dtype))
 
 
+# Small eager gathers on axis 0 index with data[index] (see _strategy.torch_rows_plan), which
+# takes [-s, s-1] as Gather-11 does and must refuse everything else whenever its output holds
+# an element (an empty output is never indexed that way).
+SMALL_SHAPES = [(7,), (7, 3), (7, 2, 3), (1, 4), (7, 1)]
+
+
+@pytest.mark.parametrize("shape", SMALL_SHAPES, ids=str)
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+@pytest.mark.parametrize("bad", ["-s-1", "s", "s+9", "max", "min"])
+@pytest.mark.parametrize("where", ["first", "last"])
+@pytest.mark.parametrize("index_rank", [1, 2])
+def test_aten_advanced_indexing_refuses_every_bad_index(
+    shape, index_dtype, layout, bad, where, index_rank
+):
+    size = shape[0]
+    value = {"-s-1": -size - 1, "s": size, "s+9": size + 9, "max": 2**31 - 1,
+             "min": -(2**31)}[bad]  # fmt: skip
+    data = torch.zeros(shape)
+    if layout == "transposed" and len(shape) > 1:
+        data = data.transpose(0, -1).contiguous().transpose(0, -1)
+    good = [i % size - (i % 2) * size for i in range(7)]  # negatives in [-s, -1] too
+    index = [*good, value] if where == "last" else [value, *good]
+    index = torch.tensor(index, dtype=index_dtype).reshape((-1,) if index_rank == 1 else (2, 4))
+    with pytest.raises((IndexError, RuntimeError)):
+        data[index]
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (5,), (300, 2)], ids=str)
+@pytest.mark.parametrize("index_shape", [(4,), (2, 2), (900,), (30, 30)], ids=str)
+def test_small_and_large_rows_plans_match_numpy(shape, index_shape):
+    """Small outputs (data[index]) and large ones (index_select), negatives included."""
+    rng = np.random.default_rng(0)
+    host = rng.standard_normal(shape).astype(np.float32)
+    index = rng.integers(-shape[0], shape[0], index_shape)
+    for data in (torch.from_numpy(host), torch.from_numpy(host).requires_grad_()):
+        got = gatherx.gather(data, torch.from_numpy(index))
+        np.testing.assert_array_equal(got.detach().numpy(), np.take(host, index, axis=0))
+
+
 def test_aten_index_select_refuses_bad_indices_on_several_threads():
     before = torch.get_num_threads()
     torch.set_num_threads(2)

@@ -20,7 +20,7 @@ from jax._src import checkify as _checkify  # checkify has no public API for pri
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
-from .. import _rules
+from .. import _policy, _rules
 from .._indices import plain_ndarray
 from .._strategy import jax_gather_mode, jax_layout_plan
 from . import jax_sharding as _jax_sharding
@@ -247,6 +247,16 @@ def _gather_grad(
 _HALF = frozenset(np.dtype(jnp.dtype(name)) for name in _rules.HALF_DTYPES)
 
 
+#: The eager path's data and index dtypes.
+_FAST_DATA_DTYPES = frozenset(
+    np.dtype(jnp.dtype(name))
+    for name in _rules.data_dtypes(_rules.NEGATIVE_INDICES_SINCE) - {"string"}
+)
+_FAST_INDEX_DTYPES = frozenset(np.dtype(name) for name in _rules.INDEX_DTYPES)
+#: Reading an index on the host is a copy on an accelerator, a view on the CPU.
+_CPU_ONLY = all(device.platform == "cpu" for device in jax.devices())
+
+
 def is_traced(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
 
@@ -258,9 +268,50 @@ class _Traced(NamedTuple):
     bounds: tuple[int, int]
 
 
+def host_extremes(index: jax.Array) -> tuple[int, int]:
+    """(min, max) of a concrete index read on the host (the exact policy: whole, on the CPU)."""
+    values = np.asarray(index)
+    return int(values.min()), int(values.max())
+
+
+@jax.jit
+def _extremes(index: jax.Array) -> jax.Array:
+    return jnp.stack([jnp.min(index), jnp.max(index)])
+
+
+def device_extremes(index: jax.Array) -> tuple[int, int]:
+    """(min, max) of a concrete index computed where it lives; only the two come to the host.
+
+    The device policy's read (see :mod:`gatherx._policy`): one small transfer, not the index.
+    """
+    low, high = jax.device_get(_extremes(index)).tolist()
+    return int(low), int(high)
+
+
 class JaxBackend(Backend):
     name = "jax"
     takes_numpy_data = True
+
+    def gather(self, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
+        # An eager call where every device is the CPU: the flow's checks in few steps (a
+        # small call is mostly Python), the index read where it lies; the flow reports errors.
+        if (
+            type(indices) is type(data)
+            and isinstance(data, jax.Array)
+            and not isinstance(data, jax.core.Tracer)
+            and _CPU_ONLY
+            and not _policy.FORCING
+            and _rules.plain_call(axis, opset, data.ndim)
+            and data.dtype in _FAST_DATA_DTYPES
+            and indices.dtype in _FAST_INDEX_DTYPES
+            and (host := np.asarray(indices)).size
+        ):
+            axis %= data.ndim
+            size = data.shape[axis]
+            if not _rules.out_of_range(int(host.min()), int(host.max()), size, opset):
+                mode = jax_gather_mode(indices_checked=True)
+                return _gather(data, indices, axis=axis, bounds=None, mode=mode)
+        return super().gather(data, indices, axis, opset)
 
     def size(self, index: Any) -> int:
         # Symbolic dimensions (jax.export) are no ints: such an index counts as non-empty.
@@ -274,13 +325,17 @@ class JaxBackend(Backend):
         return x
 
     def from_host(self, host: np.ndarray, like: Any) -> Any:
+        # JAX transfers asynchronously, to the default device; the jitted kernel places the
+        # index with the data.
         return jnp.asarray(host)
 
     def bounds(self, index: Any) -> tuple[int, int] | None:
         if is_traced(index):
             return None
-        values = np.asarray(index)
-        return int(values.min()), int(values.max())
+        if _policy.exact(next(iter(index.devices())).platform):
+            return host_extremes(index)
+        # JAX has no asynchronous error outside checkify: two scalars made on the device.
+        return device_extremes(index)
 
     def unchecked(self, index: Any, size: int, axis: int, opset: int, fn: str) -> Any:
         return _Traced(index, _rules.index_range(size, opset))

@@ -1,4 +1,5 @@
-"""NumPy Gather: ``ndarray.take`` forward, a scatter-add VJP planned by :mod:`gatherx._strategy`."""
+"""NumPy Gather: ``ndarray.take`` or fancy indexing forward and a scatter-add VJP, both
+planned by :mod:`gatherx._strategy`."""
 
 from __future__ import annotations
 
@@ -9,11 +10,16 @@ import numpy as np
 
 from .. import _rules
 from .._indices import PYTHON_TYPES, host_indices, plain_ndarray
-from .._strategy import numpy_grad_plan
+from .._strategy import numpy_forward_plan, numpy_grad_plan
 from .base import Backend
 
+#: The formulations of the forward, named as :func:`gatherx._strategy.numpy_forward_plan`
+#: returns them.
+FORWARD_PLANS = ("raise", "wrap", "rows1d", "doubled", "fancy")
 #: The formulations of gather_grad, named as :func:`gatherx._strategy.numpy_grad_plan` returns them.
-GRAD_PLANS = ("add.at", "rows", "elements")
+GRAD_PLANS = ("add.at", "rows", "elements", "columns")
+#: Gradient dtypes the ``columns`` plan sums (in float64, by ``np.bincount``).
+_REAL_FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
 #: Occurrence rounds of the row fix-up before np.add.at takes the rest of a repeated index.
 _ROUNDS = 8
 #: Flat positions per block of the element plan: 256 KiB of intp, cache-sized.
@@ -32,8 +38,9 @@ class NumpyBackend(Backend):
 
     def gather(self, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
         # Small gathers are dominated by Python overhead: the common case is decided in a few
-        # identity and set tests. Non-empty data makes ndarray.take check every index against
-        # exactly [-s, s-1], Gather-11's range; the flow reports what it refuses.
+        # identity and set tests. On non-empty data every plan checks every index against
+        # exactly [-s, s-1], Gather-11's range, and raises IndexError for any outside it;
+        # the flow then reports what it refuses.
         host = indices
         if type(indices) in PYTHON_TYPES:
             host = host_indices(indices, "gather")  # the flow's own parsing and errors
@@ -47,7 +54,7 @@ class NumpyBackend(Backend):
             and host.dtype.isnative
         ):
             try:
-                return self.take(data, host, axis % data.ndim)
+                return take_by_plan(None, data, host, axis % data.ndim)
             except IndexError:
                 pass
         return super().gather(data, indices, axis, opset)
@@ -58,22 +65,86 @@ class NumpyBackend(Backend):
     def from_host(self, host: np.ndarray, like: Any) -> Any:
         return host
 
+    def wrap(self, index: Any, size: int, low: int, opset: int) -> Any:
+        # Without a branch: np.where's would be mispredicted on random signs (4x slower).
+        return _non_negative(index, size) if low < 0 else index
+
     def take(self, data: np.ndarray, index: np.ndarray, axis: int) -> np.ndarray:
-        if index.ndim == 0 and data.ndim == 1:
-            # take gives a NumPy scalar here, and a 0-d array of it may change its dtype
-            # (objects, byte order); Gather's output is an array of the data's dtype.
-            return data.take(index.reshape(1), 0).reshape(())
-        # The method skips np.take's Python wrapper (~0.8 us).
-        return data.take(index, axis)
+        return take_by_plan(None, data, index, axis)
 
     def scatter_add(
         self, shape: tuple[int, ...], index: np.ndarray, grad: np.ndarray, axis: int
     ) -> np.ndarray:
-        if self.dtype_name(grad) in _rules.HALF_DTYPES:
-            # Half precision would round every partial sum: add in float32, round once.
-            out = grad_by_plan(None, shape, index, grad.astype(np.float32), axis)
-            return out.astype(grad.dtype)
         return grad_by_plan(None, shape, index, grad, axis)
+
+
+def take_by_plan(plan: str | None, data: np.ndarray, index: np.ndarray, axis: int) -> np.ndarray:
+    """``data`` gathered along ``axis`` at unchecked ``index`` by the formulation ``plan``
+    (one of :data:`FORWARD_PLANS`), or by the one :func:`gatherx._strategy.numpy_forward_plan`
+    picks if None.
+
+    On non-empty data every plan raises IndexError if an index lies outside [-s, s-1] and
+    otherwise gives ``np.take``'s result, an array of the data's dtype (rank 0 included).
+    The output is the one array of its size allocated: no plan copies the data or builds
+    an index of the output's size.
+    """
+    if index.ndim == 0 and data.ndim == 1:
+        # A scalar comes back here, and a 0-d array of it may change its dtype (objects,
+        # byte order); Gather's output is an array of the data's dtype.
+        return take_by_plan(plan, data, index.reshape(1), 0).reshape(())
+    shape = data.shape
+    if plan is None:
+        size, post = shape[axis], math.prod(shape[axis + 1 :])
+        pre = data.size // (size * post) if size * post else math.prod(shape[:axis])
+        plan = numpy_forward_plan(
+            pre, size, index.size, post, data.itemsize, data.flags.c_contiguous
+        )
+    if plan == "raise":
+        # The method skips np.take's Python wrapper (~0.8 us).
+        return data.take(index, axis)
+    if plan not in FORWARD_PLANS:
+        msg = f"unknown gather plan {plan!r}; known: {', '.join(FORWARD_PLANS)}"
+        raise ValueError(msg)
+    if plan == "fancy":
+        key: tuple[Any, ...] = (*(slice(None),) * axis, index)
+        return data[key]
+    size, post = shape[axis], math.prod(shape[axis + 1 :])
+    if index.size == 0 or (
+        plan in ("rows1d", "doubled")
+        and (math.prod(shape[:axis]) != 1 or data.dtype.hasobject or not data.flags.c_contiguous)
+    ):
+        # Nothing to check; or views that need one outer row of contiguous plain bytes.
+        return data.take(index, axis)
+    if plan == "rows1d":
+        rows = data.reshape(size, post).view(np.dtype((np.void, post * data.itemsize)))
+        out = rows.reshape(size)[index].view(data.dtype)
+        return out.reshape((*shape[:axis], *index.shape, *shape[axis + 1 :]))
+    low = index.min()
+    if plan == "doubled":
+        if low < -size:
+            raise IndexError(_OUT_OF_RANGE)
+        twice = np.concatenate((data, data), axis=axis, dtype=data.dtype)  # byte order kept
+        # index + size lies in [0, 2s-1] exactly for valid indices; mode "raise" refuses
+        # those above, the check those below.
+        return twice.take(np.add(index, size, dtype=np.intp), axis)
+    if low < -size or index.max() >= size:
+        raise IndexError(_OUT_OF_RANGE)
+    if low < 0:
+        index = _non_negative(index, size)
+    return data.take(index, axis, mode="wrap")
+
+
+#: The message of a plan's IndexError; the caller's flow reports the index and its position.
+_OUT_OF_RANGE = "index out of range"
+
+
+def _non_negative(index: np.ndarray, size: int) -> np.ndarray:
+    """In-range ``index`` plus ``size`` where negative, computed without a branch."""
+    flat = index.astype(np.intp, copy=False).reshape(-1)  # 1-D: ufuncs return arrays
+    out = np.right_shift(flat, flat.itemsize * 8 - 1)  # -1 where negative, else 0
+    np.bitwise_and(out, size, out=out)
+    np.add(out, flat, out=out)
+    return out.reshape(index.shape)
 
 
 def grad_by_plan(
@@ -81,6 +152,10 @@ def grad_by_plan(
 ) -> np.ndarray:
     """gather_grad at non-negative, in-range ``idx`` by the formulation ``plan`` (one of
     :data:`GRAD_PLANS`), or by the one :func:`gatherx._strategy.numpy_grad_plan` picks if None.
+
+    ``add.at``, ``rows`` and ``elements`` add in the order of occurrence in the gradient's
+    dtype, as ``np.add.at`` does, but half precision in float32 (rounded once at the end);
+    ``columns`` (real floating dtypes only) adds in that order in float64.
     """
     if plan is not None and plan not in GRAD_PLANS:
         msg = f"unknown gather_grad plan {plan!r}; known: {', '.join(GRAD_PLANS)}"
@@ -88,14 +163,27 @@ def grad_by_plan(
     size = shape[axis]
     flat = idx.reshape(-1)
     pre, n, post = math.prod(shape[:axis]), flat.size, math.prod(shape[axis + 1 :])
+    kind = _rules.dtype_name(grad.dtype)
+    floating = kind in _REAL_FLOATS
+    if plan == "columns" and not floating:
+        msg = f"the columns plan sums real floating gradients, not {kind}"
+        raise ValueError(msg)
     repeats, counted = None, False
     if plan is None:
-        plan = numpy_grad_plan(pre, size, n, post, None)
+        plan = numpy_grad_plan(pre, size, n, post, None, floating)
         if plan == "":  # the choice depends on how many indices repeat
             repeats, counted = _repeats(flat, size), True
             share = 0.0 if repeats is None else repeats[0].size / n
-            plan = numpy_grad_plan(pre, size, n, post, share)
-    if plan == "add.at" or n == 0 or pre * post == 0:
+            plan = numpy_grad_plan(pre, size, n, post, share, floating)
+    if plan == "columns" and n and pre * post:
+        return _add_columns(shape, pre, size, post, flat, grad)
+    if kind in _rules.HALF_DTYPES:
+        # Half precision would round every partial sum: add in float32, round once.
+        if plan == "rows" and n and pre * post:
+            return _half_rows(shape, pre, size, post, flat, grad)
+        wide = grad.astype(np.float32)
+        return grad_by_plan(plan, shape, idx, wide, axis).astype(grad.dtype)
+    if plan in ("add.at", "columns") or n == 0 or pre * post == 0:
         out = np.zeros(shape, dtype=grad.dtype)
         if grad.size:
             key: tuple[Any, ...] = (*(slice(None),) * axis, flat.reshape(idx.shape))
@@ -107,6 +195,43 @@ def grad_by_plan(
         _scatter_rows(out3, flat, g3, repeats if counted else _repeats(flat, size))
     else:
         _add_elements(out3, flat, g3)
+    return out3.reshape(shape)
+
+
+def _half_rows(
+    shape: tuple[int, ...], pre: int, size: int, post: int, flat: np.ndarray, grad: np.ndarray
+) -> np.ndarray:
+    """The ``rows`` plan for half precision, which NumPy converts from and to float32 at
+    1.4 and 3.3 ns an element: rows at indices that occur once are scattered as they are;
+    only the rows of repeated indices are summed in float32 (in order of occurrence, by the
+    float32 plan for their shape) and rounded once."""
+    out3 = np.zeros((pre, size, post), dtype=grad.dtype)
+    g3 = grad.reshape(pre, flat.size, post)
+    out3[:, flat, :] = g3
+    repeats = _repeats(flat, size)
+    if repeats is None:
+        return out3.reshape(shape)
+    members = repeats[0]  # grouped by index value, each group in order of occurrence
+    values = flat[members]
+    first = np.concatenate(([True], values[1:] != values[:-1]))
+    compact = np.cumsum(first) - 1  # each member's slot among the repeated values
+    slots = values[first]
+    wide = g3[:, members, :].astype(np.float32)
+    sums = grad_by_plan(None, (pre, slots.size, post), compact, wide, 1)
+    out3[:, slots, :] = sums.astype(grad.dtype)
+    return out3.reshape(shape)
+
+
+def _add_columns(
+    shape: tuple[int, ...], pre: int, size: int, post: int, flat: np.ndarray, grad: np.ndarray
+) -> np.ndarray:
+    """Few columns of long index runs: one float64 ``np.bincount`` per (outer row, column),
+    each summing in the order of occurrence, rounded once into the gradient's dtype."""
+    out3 = np.empty((pre, size, post), dtype=grad.dtype)
+    g3 = grad.reshape(pre, flat.size, post)
+    for p in range(pre):
+        for j in range(post):
+            out3[p, :, j] = np.bincount(flat, weights=g3[p, :, j], minlength=size)
     return out3.reshape(shape)
 
 

@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--repeats",
         type=int,
         default=None,
-        help="interleaved rounds per case (default 41, 3 with --quick)",
+        help="interleaved rounds per case (default 41, 2 with --quick)",
     )
     parser.add_argument(
         "--cases",
@@ -82,8 +82,8 @@ def run(args: argparse.Namespace) -> int:
     module = {"onnxruntime": "onnxruntime", "torch": "torch", "jax": "jax", "numpy": "numpy"}
     backends = [b for b in wanted if importlib.util.find_spec(module[b]) is not None]
     skipped = sorted(set(wanted) - set(backends))
-    repeats = args.repeats or (3 if args.quick else 41)
-    min_sample = 5e-4 if args.quick else 5e-3
+    repeats = args.repeats or (2 if args.quick else 41)
+    min_sample = 2e-4 if args.quick else 5e-3
     if skipped:
         print(f"not installed, skipped: {', '.join(skipped)}")
 
@@ -104,8 +104,9 @@ def run(args: argparse.Namespace) -> int:
         for group in dict.fromkeys(group_of(e) for e in entries):
             members = {name_of(e): e.fn for e in entries if group_of(e) == group}
             together = dict.fromkeys(members, group)
-            samples |= rounds(members, repeats, min_sample, args.clock, together)
-            time.sleep(0.05)  # let the runtime's spinning worker threads park
+            # verify ran every formulation once: compiled and warm
+            samples |= rounds(members, repeats, min_sample, args.clock, together, warmed=True)
+            time.sleep(0.01 if args.quick else 0.05)  # let spinning worker threads park
         results[case.name] = {name: statistics.median(s) for name, s in samples.items()}
         rows += summarize(case, entries, samples)
         load.sample()  # once per case: the kernel updates its average every 5 s

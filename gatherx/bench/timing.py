@@ -20,6 +20,7 @@ def rounds(
     min_sample: float,
     clock: str = "wall",
     groups: dict[str, str] | None = None,
+    warmed: bool = False,
 ) -> dict[str, list[float]]:
     """Seconds per call of each function in each of ``repeats`` interleaved rounds.
 
@@ -34,7 +35,8 @@ def rounds(
     sized by the group's median time: the first call of a batch often pays for a fresh
     allocation that later ones reuse, and unequal batches would bias the comparison. The
     ``cpu`` clock counts this process's CPU time (all its threads), which other processes'
-    load on a shared machine does not inflate.
+    load on a shared machine does not inflate. ``warmed``: every function has run once
+    already (compiled, caches filled), so the first call here can size the batches.
     """
     now = CLOCKS[clock]
     names = list(fns)
@@ -42,9 +44,9 @@ def rounds(
     for name in names:
         fn = fns[name]
         start = time.perf_counter()
-        fn()  # warm-up: compilation, caches, allocator
+        fn()  # warm-up (compilation, caches, allocator) unless warmed
         once[name] = time.perf_counter() - start
-        if once[name] < min_sample:  # a second call, now warm, to size the batch
+        if not warmed and once[name] < min_sample:  # a second call, now warm, to size it
             start = time.perf_counter()
             fn()
             once[name] = time.perf_counter() - start

@@ -10,7 +10,7 @@ import torch
 from ... import _errors, _rules
 from ..base import Backend
 from . import autograd, bounds, kernels
-from .modes import needs_autograd, plain_eager, tracing
+from .modes import compiling, needs_autograd, plain_eager, tracing
 
 #: Plain tensors and parameters: subclasses with their own __torch_function__ (FakeTensor
 #: included) take the flow.
@@ -36,6 +36,8 @@ class TorchBackend(Backend):
     name = "torch"
 
     def gather(self, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
+        if bounds.device_policy_on_cpu():  # the accelerators' flow, on the CPU (tests)
+            return super().gather(data, indices, axis, opset)
         # After a large gather has evicted the interpreter's code and data from the CPU
         # caches, each Python step costs several times its warm time: the common eager CPU
         # call is decided in few steps, by the same tables the flow reads.
@@ -56,17 +58,25 @@ class TorchBackend(Backend):
         self, data: torch.Tensor, indices: torch.Tensor, axis: int, opset: int
     ) -> torch.Tensor | None:
         grad = data.requires_grad
-        if axis == 0 and data.dtype not in kernels.BIT_TWIN:
-            # index_select checks every index against [0, s-1] as it copies rows (all of
-            # ATen's CPU branches do; tests/test_torch_eager.py holds it to that), so the
-            # bounds pass, ~5% of a large gather, runs only where it objects: a negative index
-            # to wrap or a bad one to report. Only the discarded output saw any work.
+        # index_select checks every index against [0, s-1] before it copies rows, and
+        # data[index] against [-s, s-1] (all of ATen's CPU branches do; tests/test_torch_eager.py
+        # holds them to that), so the bounds pass, ~5% of a large gather, runs only where they
+        # object: a negative index to wrap for index_select or the backward, or a bad one to
+        # report. The backward needs non-negative indices: a small call with autograd reads
+        # them first (cheaper than an exception there), a large one lets index_select refuse.
+        if (
+            axis == 0
+            and data.dtype not in kernels.BIT_TWIN
+            and not (grad and kernels.small_rows(data, indices))
+        ):
             try:
-                return (
-                    autograd.eager_apply(data, indices, 0) if grad else kernels.rows(data, indices)
-                )
+                if grad:
+                    return autograd.eager_apply(data, indices, 0)
+                return kernels.rows(data, indices)
             except (IndexError, RuntimeError):  # RuntimeError: from zero-size data
                 pass
+            if not grad and (out := kernels.rows_from_end(data, indices)) is not None:
+                return out
         if not indices.numel():
             return None
         size = data.shape[axis]
@@ -82,6 +92,8 @@ class TorchBackend(Backend):
         return self.checked(indices, *bounds.read_cpu(indices), size, axis, opset, fn)
 
     def gather_grad(self, shape: Any, indices: Any, grad: Any, axis: Any) -> Any:
+        if bounds.device_policy_on_cpu():  # the accelerators' flow, on the CPU (tests)
+            return super().gather_grad(shape, indices, grad, axis)
         if (
             type(indices) is torch.Tensor
             and type(axis) is int
@@ -115,16 +127,23 @@ class TorchBackend(Backend):
     def from_host(self, host: np.ndarray, like: Any) -> Any:
         if not host.flags.writeable or any(s < 0 for s in host.strides):
             host = np.array(host)  # torch refuses negative strides and warns on read-only memory
-        return torch.as_tensor(host, device=like.device)
+        device = like.device
+        if device.type != "cuda" or compiling() or tracing():
+            return torch.as_tensor(host, device=device)
+        # From pageable memory the copy waits for the host; from a pinned copy of our own it
+        # runs on the stream while Python goes on, and torch's host allocator keeps that copy
+        # until the transfer is done, so the caller may reuse ``host`` at once.
+        return torch.from_numpy(host).pin_memory().to(device, non_blocking=True)
 
     def bounds(self, index: Any) -> tuple[int, int] | None:
-        return bounds.read(index)
+        # The device policy reads nothing: unchecked() checks on the device.
+        return bounds.read(index) if bounds.exact(index) else None
 
     def to_host(self, index: Any) -> np.ndarray:
         return bounds.to_host(index)
 
     def unchecked(self, index: Any, size: int, axis: int, opset: int, fn: str) -> Any:
-        return bounds.traced_check(index, size, axis, opset, fn)
+        return bounds.device_check(index, size, axis, opset, fn)
 
     def wrap(self, index: Any, size: int, low: int, opset: int) -> Any:
         # A TorchScript trace must not depend on the values seen while tracing: it records
@@ -134,16 +153,18 @@ class TorchBackend(Backend):
             and tracing()
             and not torch.onnx.is_in_onnx_export()
         ):
-            return torch.where(index < 0, index + size, index)
+            return kernels.wrap(index, size)
         return index
 
     def size(self, index: Any) -> int:
         return index.numel()
 
     def take(self, data: Any, index: Any, axis: int) -> Any:
-        if not needs_autograd(data):
-            return kernels.take(data, index, axis, eager=True)
-        return autograd.apply_gather(data, index, axis)
+        if not plain_eager():
+            return autograd.apply_gather(data, index, axis)
+        if data.requires_grad:  # the cheap Function plain autograd needs, on any device
+            return autograd.eager_apply(data, index, axis)
+        return kernels.take(data, index, axis, eager=True)
 
     def scatter_add(self, shape: tuple[int, ...], index: Any, grad: Any, axis: int) -> Any:
         if not needs_autograd(grad):

@@ -1,4 +1,5 @@
-"""PyTorch index bounds: read where values can be read, an in-graph assert where they cannot."""
+"""PyTorch index bounds: read on the host where the bounds policy says so and values can be
+read, else an asynchronous assert on the device (in the graph, where they cannot be read)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ... import _errors, _rules
-from .modes import compiling
+from ... import _errors, _policy, _rules
+from .modes import compiling, tracing
 
 
 @torch.library.custom_op("gatherx::assert_in_bounds", mutates_args=())
@@ -47,6 +48,46 @@ def plain(t: torch.Tensor) -> torch.Tensor | None:
     return t
 
 
+def device_policy_on_cpu() -> bool:
+    """Whether the device policy is forced on the CPU (:func:`gatherx._policy.force`).
+
+    The eager CPU path reads CPU indices on the host; it steps aside then, so that CPU tests
+    run the code accelerators run. Compiled code never gets here (Dynamo is kept away from the
+    policy's ContextVar), and its bounds are in the graph anyway.
+    """
+    return bool(_policy.FORCING) and not compiling() and not _policy.exact("cpu")
+
+
+def exact(index: torch.Tensor) -> bool:
+    """Whether ``index``'s bounds are read on the host (:mod:`gatherx._policy`).
+
+    Compiled and exported code cannot read them; the TorchScript tracer records one call
+    whose trace must hold no assert (the ONNX exporter has no such node), so it reads them.
+    Devices without an asynchronous assert kernel (MPS, for one) are read too: the device
+    policy never skips a check.
+    """
+    if compiling():
+        return False
+    kind = index.device.type
+    return tracing() or _policy.exact(kind) or not asserts_on(kind)
+
+
+_ASSERTS: dict[str, bool] = {}
+
+
+def asserts_on(kind: str) -> bool:
+    """Whether ATen has ``_assert_async`` for devices of ``kind`` (CPU and CUDA builds do)."""
+    found = _ASSERTS.get(kind)
+    if found is None:
+        key = "PrivateUse1" if kind == "privateuseone" else kind.upper()
+        try:
+            found = torch._C._dispatch_has_kernel_for_dispatch_key("aten::_assert_async.msg", key)
+        except RuntimeError:  # a device kind with no dispatch key of that name
+            found = False
+        _ASSERTS[kind] = found
+    return found
+
+
 def read(index: torch.Tensor) -> tuple[int, int] | None:
     """(min, max) of a non-empty index, or None where its values cannot be read."""
     values = plain(index)
@@ -76,6 +117,30 @@ def to_host(index: torch.Tensor) -> np.ndarray:
     assert values is not None
     # tolist, not numpy(): inside torch.func transforms numpy() sees no storage
     return np.asarray(values.tolist(), dtype=np.int64).reshape(tuple(values.shape))
+
+
+def device_check(index: torch.Tensor, size: int, axis: int, opset: int, fn: str) -> torch.Tensor:
+    """The device policy's check of a non-empty index: no host read, no sync.
+
+    ``torch._assert_async`` on the index's extremes, computed on its device: on CUDA a
+    device-side assert whose kernel prints gatherx's message (a ``RuntimeError`` at the next
+    synchronising call), on the CPU a ``RuntimeError`` at once. The extremes are compared in
+    the index's own dtype, so int64 values beyond int32 and, before opset 11, negative ones
+    fail too; from opset 11 negatives are wrapped on the device. Indices that cannot be read
+    (compile, fake tensors) or that torch.func wraps take :func:`traced_check`.
+    """
+    values = plain(index)
+    if values is not index:
+        return traced_check(index, size, axis, opset, fn)
+    lo, hi = _rules.index_range(size, opset)
+    info = torch.iinfo(index.dtype)  # bounds past the dtype's range exclude nothing
+    low, high = torch.aminmax(index)
+    ok = (low >= max(lo, info.min)) & (high <= min(hi, info.max))
+    torch._assert_async(ok, _errors.traced_out_of_bounds(fn, axis, opset))
+    if opset >= _rules.NEGATIVE_INDICES_SINCE and size > 0:
+        # one kernel; equal to torch.where(index < 0, index + size, index) on [-s, s-1]
+        return torch.remainder(index, size)
+    return index
 
 
 def traced_check(index: torch.Tensor, size: int, axis: int, opset: int, fn: str) -> torch.Tensor:

@@ -7,8 +7,13 @@ import math
 import torch
 
 from ... import _rules
-from ..._strategy import torch_backward_plan, torch_forward_plan
-from .modes import compiling, tracing
+from ..._strategy import (
+    torch_backward_plan,
+    torch_forward_plan,
+    torch_from_end_plan,
+    torch_rows_plan,
+)
+from .modes import compiling, plain_eager, tracing
 
 # uint16/32/64 are "shell" dtypes with few kernels; gather is pure data movement, so it runs
 # on the same bits viewed as the signed type of the same width.
@@ -76,12 +81,50 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
     return out if out.dtype is dtype else out.view(dtype)
 
 
+def wrap(index: torch.Tensor, size: int) -> torch.Tensor:
+    """``index`` with negatives moved into [0, size)."""
+    if plain_eager():
+        # two kernels (lt, add) where torch.where takes three: half the time on large indices
+        return torch.add(index, index < 0, alpha=size)
+    return torch.where(index < 0, index + size, index)
+
+
+def small_rows(data: torch.Tensor, index: torch.Tensor) -> bool:
+    """Whether an eager gather on axis 0 is small enough for ``data[index]``."""
+    size = data.shape[0]
+    n_out = index.numel() * (data.numel() // size) if size else 0
+    return torch_rows_plan(n_out, index.ndim) == "advanced_indexing"
+
+
 def rows(data: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """Gather on axis 0: ATen copies whole rows on dim 0 whatever the rank, so no plan or view."""
+    """Gather on axis 0: ATen copies whole rows on dim 0 whatever the rank, so no view plan.
+
+    Small outputs take ``data[index]``, which reads [-s, -1] from the end and refuses anything
+    outside [-s, s-1]; larger ones ``index_select``, which refuses anything outside [0, s-1].
+    The eager path relies on both refusals to skip a bounds pass.
+    """
+    if small_rows(data, index):
+        return data[index]
     if index.ndim == 1:
         return torch.index_select(data, 0, index)
     out = torch.index_select(data, 0, index.reshape(-1))
     return out.view((*index.shape, *data.shape[1:]))
+
+
+def rows_from_end(data: torch.Tensor, index: torch.Tensor) -> torch.Tensor | None:
+    """:func:`rows` of an index with negatives, without a wrap pass, where the plan says so and
+    NumPy holds the dtype: NumPy's take on the same memory, refusing anything outside
+    [-s, s-1]. None where it does not apply or refuses (the caller checks and wraps)."""
+    size = data.shape[0]
+    if not (size and index.ndim and index.numel()) or torch.is_inference_mode_enabled():
+        return None  # an empty output is not checked by take; inference tensors stay such
+    row_bytes = data.numel() // size * data.element_size()
+    if torch_from_end_plan(row_bytes) != "numpy_take":
+        return None
+    try:
+        return torch.from_numpy(data.numpy().take(index.numpy(), 0))
+    except (TypeError, RuntimeError, IndexError):  # bfloat16, conj views; a bad index
+        return None
 
 
 def take_eager(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:

@@ -1,0 +1,191 @@
+"""Every NumPy forward plan gatherx/_strategy.py can pick computes np.take's result exactly."""
+
+from __future__ import annotations
+
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import gatherx
+from gatherx import _strategy as st
+from gatherx._backends import numpy as nb
+
+# (data shape, axis, index shape): one outer row with rows of 4, 8, 16, 32 and 256 bytes,
+# inner and last axes, rank 4 with a 2-D index, 1-D data, scalar indices.
+SHAPES = [
+    ((50,), 0, (30,)),
+    ((40, 1), 0, (7, 3)),
+    ((40, 2), 0, (64,)),
+    ((40, 4), 0, (64,)),
+    ((40, 8), 0, (200,)),
+    ((40, 64), 0, (5,)),
+    ((6, 30), 1, (20,)),
+    ((3, 4, 30), -1, (2, 5)),
+    ((4, 5, 6, 3), 2, (2, 4)),
+    ((7, 9), 1, ()),
+    ((9,), 0, ()),
+]
+
+
+def indices_for(size: int, shape: tuple[int, ...], dtype: str, seed: int = 0) -> np.ndarray:
+    """Every valid index value is likely, about half of them negative, the extremes included."""
+    rng = np.random.default_rng(seed)
+    idx = np.asarray(rng.integers(-size, size, size=shape), dtype=dtype)
+    if idx.size >= 2:
+        idx.reshape(-1)[:2] = (-size, size - 1)
+    return idx
+
+
+def data_for(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    values = np.arange(math.prod(shape)).reshape(shape)
+    if dtype == "bool":
+        return values % 3 == 0
+    if np.dtype(dtype).kind == "c":
+        return (values * (1 - 2j)).astype(dtype)
+    return values.astype(dtype)
+
+
+@pytest.mark.parametrize("plan", nb.FORWARD_PLANS)
+@pytest.mark.parametrize(("shape", "axis", "index_shape"), SHAPES)
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "bool", "complex64"])
+def test_every_plan_matches_take(plan, shape, axis, index_shape, index_dtype, dtype):
+    data = data_for(shape, dtype)
+    idx = indices_for(shape[axis], index_shape, index_dtype)
+    want = np.take(data, idx, axis=axis)  # np.take maps negative indices as Gather does
+    got = nb.take_by_plan(plan, data, idx, axis % data.ndim)
+    assert type(got) is np.ndarray
+    assert got.dtype == want.dtype
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("plan", nb.FORWARD_PLANS)
+@pytest.mark.parametrize("dtype", ["float32", ">f4", "<i8", ">i2", "bool", "complex128", "object"])
+def test_rank_0_result_keeps_the_dtype(plan, dtype):
+    data = np.array([3, 1, 4, 1, 5], dtype=dtype)
+    for value in (-5, -1, 0, 4):
+        got = nb.take_by_plan(plan, data, np.array(value), 0)
+        assert type(got) is np.ndarray
+        assert got.shape == ()
+        assert got.dtype == data.dtype
+        assert got[()] == data[value]
+
+
+@pytest.mark.parametrize("dtype", [">f4", ">i8", "<f8"])
+@pytest.mark.parametrize(("shape", "axis", "index_shape"), SHAPES)
+def test_byte_order_is_kept(dtype, shape, axis, index_shape):
+    data = data_for(shape, "float64").astype(dtype)
+    idx = indices_for(shape[axis], index_shape, "int64", seed=1)
+    want = np.take(data, idx, axis=axis)
+    got = gatherx.gather(data, idx, axis=axis)
+    assert got.dtype == data.dtype
+    np.testing.assert_array_equal(got, want)
+    for plan in nb.FORWARD_PLANS:
+        got = nb.take_by_plan(plan, data, idx, axis % data.ndim)
+        assert got.dtype == data.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def strided_views(shape: tuple[int, ...]) -> list[np.ndarray]:
+    """Non-contiguous data of ``shape``: every other element, and a transpose (of rank >= 2)."""
+    every_other = data_for((*shape[:-1], 2 * shape[-1]), "float32")[..., ::2]
+    assert not every_other.flags.c_contiguous
+    views = [every_other]
+    if len(shape) > 1 and shape[0] > 1 and shape[-1] > 1:
+        views.append(data_for(shape[::-1], "float32").T)
+        assert not views[-1].flags.c_contiguous
+    return views
+
+
+@pytest.mark.parametrize("plan", nb.FORWARD_PLANS)
+@pytest.mark.parametrize(("shape", "axis", "index_shape"), SHAPES)
+def test_non_contiguous_data(plan, shape, axis, index_shape):
+    for data in strided_views(shape):
+        idx = indices_for(shape[axis], index_shape, "int64", seed=2)
+        want = np.take(data, idx, axis=axis)
+        np.testing.assert_array_equal(nb.take_by_plan(plan, data, idx, axis % data.ndim), want)
+        np.testing.assert_array_equal(gatherx.gather(data, idx, axis=axis), want)
+
+
+# Shapes on which numpy_forward_plan takes each branch: (plan, data shape, axis, n indices).
+BRANCHES = [
+    ("raise", (5, 4), 0, 4),  # small output
+    ("raise", (100, 16), 1, 100),  # small output, inner axis
+    ("rows1d", (100000,), 0, 20000),  # one outer row, 4-byte rows
+    ("rows1d", (1000, 4), 0, 20000),  # 16-byte rows
+    ("doubled", (1000, 8), 0, 20000),  # 32-byte rows, data 1/20 of the output
+    ("raise", (4000, 8), 0, 20000),  # 32-byte rows, data too large to repeat
+    ("raise", (1000, 64), 0, 2000),  # long rows
+    ("wrap", (64, 300, 1), 1, 512),  # last axis
+    ("wrap", (64, 300, 4), 1, 512),  # 16-byte rows, pre > 1
+    ("raise", (64, 300, 8), 1, 512),  # 32-byte rows, pre > 1
+]
+
+
+@pytest.mark.parametrize(("plan", "shape", "axis", "n"), BRANCHES)
+def test_auto_plan_branches(plan, shape, axis, n):
+    pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
+    assert st.numpy_forward_plan(pre, shape[axis], n, post, 4) == plan
+    assert st.numpy_forward_plan(pre, shape[axis], n, post, 4, contiguous=False) == "fancy"
+    data = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    idx = indices_for(shape[axis], (n,), "int64", seed=4)
+    np.testing.assert_array_equal(gatherx.gather(data, idx, axis=axis), np.take(data, idx, axis))
+    # Out of range at either end: the flow's IndexError, naming the value, on every plan.
+    for bad in (shape[axis], -shape[axis] - 1):
+        wrong = idx.copy()
+        wrong[n // 2] = bad
+        with pytest.raises(IndexError, match=rf"idx={bad} at position \({n // 2},\)"):
+            gatherx.gather(data, wrong, axis=axis)
+
+
+@pytest.mark.parametrize("plan", nb.FORWARD_PLANS)
+@pytest.mark.parametrize(("shape", "axis", "index_shape"), SHAPES)
+def test_every_plan_refuses_out_of_range(plan, shape, axis, index_shape):
+    data = data_for(shape, "float32")
+    size = shape[axis]
+    for bad in (size, -size - 1, size + 1000, -2 * size - 1):
+        idx = indices_for(size, index_shape, "int64")
+        idx.reshape(-1)[-1] = bad
+        with pytest.raises(IndexError):
+            nb.take_by_plan(plan, data, idx, axis % data.ndim)
+
+
+def test_unknown_plan():
+    with pytest.raises(ValueError, match="unknown gather plan"):
+        nb.take_by_plan("clip", np.ones(3), np.array([0]), 0)
+
+
+def test_empty_indices_on_every_plan():
+    data = data_for((4, 6), "float32")
+    for plan in nb.FORWARD_PLANS:
+        got = nb.take_by_plan(plan, data, np.zeros((0, 2), dtype=np.int64), 1)
+        assert got.shape == (4, 0, 2)
+        assert got.dtype == data.dtype
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis", "n"),
+    [((1000, 8), 0, 20000), ((1000, 4), 0, 20000), ((64, 300, 1), 1, 512), ((300, 64), 0, 400)],
+)
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_forward_allocates_the_output_and_nothing_of_its_size(shape, axis, n, contiguous):
+    """No plan copies the data or builds an output-sized index: at most the output plus an
+    index-sized buffer (the doubled plan's shifted indices) and the doubled data."""
+    data = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    if not contiguous:
+        data = np.repeat(data, 2, axis=-1)[..., ::2]
+    idx = indices_for(shape[axis], (n,), "int64", seed=6)
+    gatherx.gather(data, idx, axis=axis)
+    tracemalloc.start()
+    try:
+        out = gatherx.gather(data, idx, axis=axis)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    extra = peak - out.nbytes
+    assert extra <= idx.nbytes + 2 * data.nbytes * contiguous + 64 * 1024
+    assert extra < out.nbytes / 2
+    np.testing.assert_array_equal(out, np.take(data, idx, axis=axis))
