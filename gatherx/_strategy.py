@@ -153,7 +153,7 @@ def torch_forward_plan(
 
 #: Eager gathers on axis 0 of at most this many output elements (4x as many for an index of
 #: rank 2 or more) index with ``data[index]`` (docs/performance.md).
-TORCH_SMALL_ROWS = 256
+TORCH_SMALL_ROWS = 2048
 
 
 def torch_rows_plan(n_out: int, index_ndim: int) -> str:
@@ -166,17 +166,26 @@ def torch_rows_plan(n_out: int, index_ndim: int) -> str:
     return "advanced_indexing" if index_ndim and 0 < n_out <= limit else "index_select"
 
 
-#: Eager CPU gathers on axis 0 whose index holds negatives: rows of at most this many bytes
-#: are read by NumPy's take (docs/performance.md).
-TORCH_NUMPY_ROW_BYTES = 256
+#: Eager CPU gathers on axis 0 with rows of at most this many bytes and at least
+#: ``TORCH_REFUSE_INDICES`` indices let ATen refuse bad indices; the others read the index
+#: first (docs/performance.md).
+TORCH_SHORT_ROW_BYTES = 256
+TORCH_REFUSE_INDICES = 1 << 15
 
 
-def torch_from_end_plan(row_bytes: int) -> str:
-    """``numpy_take`` or ``wrap`` for an eager CPU gather on axis 0 that index_select refused
-    (a negative index): NumPy's take reads [-s, -1] from the end as it copies, where
-    index_select needs a wrapped copy of the index first, a pass that costs as much as the
-    gather itself when rows are short; long rows keep index_select's parallel copy."""
-    return "numpy_take" if row_bytes <= TORCH_NUMPY_ROW_BYTES else "wrap"
+def torch_axis0_plan(row_bytes: int, n_index: int) -> str:
+    """How an eager CPU gather on axis 0 (too large for ``data[index]``) meets its bounds.
+
+    - ``refuse``: many indices and short rows, where a pass over the index costs a notable
+      share of the copy (16% of it on 32-byte rows): index_select runs first and refuses
+      anything outside [0, s-1]; only then is the index read and wrapped. (NumPy's take,
+      which reads negatives as they are, is 2-3x slower than that on indices of mixed sign.)
+    - ``read``: otherwise: the index's extremes are read first (a pass of under 3% of the
+      copy on long rows, a few microseconds on few indices, where the exception of a refusal
+      costs tens), negatives wrapped, then index_select.
+    """
+    short = row_bytes <= TORCH_SHORT_ROW_BYTES and n_index >= TORCH_REFUSE_INDICES
+    return "refuse" if short else "read"
 
 
 def torch_backward_plan(index_dtype: str, device_type: str) -> str:

@@ -60,23 +60,20 @@ class TorchBackend(Backend):
         grad = data.requires_grad
         # index_select checks every index against [0, s-1] before it copies rows, and
         # data[index] against [-s, s-1] (all of ATen's CPU branches do; tests/test_torch_eager.py
-        # holds them to that), so the bounds pass, ~5% of a large gather, runs only where they
-        # object: a negative index to wrap for index_select or the backward, or a bad one to
-        # report. The backward needs non-negative indices: a small call with autograd reads
-        # them first (cheaper than an exception there), a large one lets index_select refuse.
-        if (
-            axis == 0
-            and data.dtype not in kernels.BIT_TWIN
-            and not (grad and kernels.small_rows(data, indices))
-        ):
-            try:
-                if grad:
-                    return autograd.eager_apply(data, indices, 0)
-                return kernels.rows(data, indices)
-            except (IndexError, RuntimeError):  # RuntimeError: from zero-size data
-                pass
-            if not grad and (out := kernels.rows_from_end(data, indices)) is not None:
-                return out
+        # holds them to that), so where a pass over the index would cost a notable share of
+        # the call, it runs only where they object: a negative index to wrap for
+        # index_select or the backward, or a bad one to report. The backward needs
+        # non-negative indices, so small calls with autograd read the index first.
+        if axis == 0 and data.dtype not in kernels.BIT_TWIN:
+            small = kernels.small_rows(data, indices)
+            refuse = not small and kernels.axis0_plan(data, indices) == "refuse"
+            if (small and not grad) or refuse:
+                try:
+                    if grad:
+                        return autograd.eager_apply(data, indices, 0)
+                    return kernels.rows(data, indices)
+                except (IndexError, RuntimeError):  # RuntimeError: from zero-size data
+                    pass
         if not indices.numel():
             return None
         size = data.shape[axis]
