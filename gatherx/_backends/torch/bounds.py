@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from ... import _errors, _policy, _rules
+from .kernels import wrap
 from .modes import compiling, tracing
 
 
@@ -137,9 +138,8 @@ def device_check(index: torch.Tensor, size: int, axis: int, opset: int, fn: str)
     low, high = torch.aminmax(index)
     ok = (low >= max(lo, info.min)) & (high <= min(hi, info.max))
     torch._assert_async(ok, _errors.traced_out_of_bounds(fn, axis, opset))
-    if opset >= _rules.NEGATIVE_INDICES_SINCE and size > 0:
-        # one kernel; equal to torch.where(index < 0, index + size, index) on [-s, s-1]
-        return torch.remainder(index, size)
+    if opset >= _rules.NEGATIVE_INDICES_SINCE:
+        return wrap(index, size)
     return index
 
 
@@ -157,5 +157,5 @@ def traced_check(index: torch.Tensor, size: int, axis: int, opset: int, fn: str)
     else:
         torch._assert_async(torch.all((index >= lo) & (index <= hi)), msg)
     if opset >= _rules.NEGATIVE_INDICES_SINCE:
-        return torch.where(index < 0, index + size, index)
+        return wrap(index, size)
     return index
