@@ -6,6 +6,7 @@ The timings that chose each rule are in docs/performance.md ("How each rule was 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 # --------------------------------------------------------------------------- NumPy
 # Forward: ndarray.take (np.take's copy loop without its Python wrapper) checks and maps each
@@ -167,25 +168,58 @@ def torch_rows_plan(n_out: int, index_ndim: int) -> str:
 
 
 #: Eager CPU gathers on axis 0 with rows of at most this many bytes and at least
-#: ``TORCH_REFUSE_INDICES`` indices let ATen refuse bad indices; the others read the index
-#: first (docs/performance.md).
+#: ``TORCH_REFUSE_INDICES`` indices try the index as given first (docs/performance.md).
 TORCH_SHORT_ROW_BYTES = 256
 TORCH_REFUSE_INDICES = 1 << 15
 
 
-def torch_axis0_plan(row_bytes: int, n_index: int) -> str:
-    """How an eager CPU gather on axis 0 (too large for ``data[index]``) meets its bounds.
+def torch_axis0_plan(
+    size: int,
+    row_elems: int,
+    itemsize: int,
+    n_index: int,
+    index_ndim: int,
+    index_itemsize: int,
+    *,
+    grad: bool,
+    negative_first: Callable[[], bool],
+) -> tuple[str, ...]:
+    """The attempts of an eager CPU gather on axis 0 (opset >= 11), in order, for data of
+    ``size`` rows of ``row_elems`` elements and a non-empty index of ``n_index`` elements.
 
-    - ``refuse``: many indices and short rows, where a pass over the index costs a notable
-      share of the copy (16% of it on 32-byte rows): index_select runs first and refuses
-      anything outside [0, s-1]; only then is the index read and wrapped. (NumPy's take,
-      which reads negatives as they are, is 2-3x slower than that on indices of mixed sign.)
-    - ``read``: otherwise: the index's extremes are read first (a pass of under 3% of the
-      copy on long rows, a few microseconds on few indices, where the exception of a refusal
-      costs tens), negatives wrapped, then index_select.
+    Each attempt lets ATen refuse what it cannot take, at no cost of its own, so the index is
+    not read before the copy; after a refusal by the last attempt, or where there is none,
+    it is read, checked and wrapped. ``grad``: the data requires grad (the backward needs the
+    index non-negative); ``negative_first()``: whether the first index is negative (asked
+    only where it decides). A scalar index has none: it takes one slice (``select``).
+
+    - ``indexing``: ``data[index]`` (see :func:`torch_rows_plan`), which refuses exactly what
+      lies outside [-s, s-1]; small outputs without autograd.
+    - ``as_given``: ``index_select`` on the index as it is, which refuses anything outside
+      [0, s-1]: first on many indices on short rows, where a wrap costs a notable share of
+      the copy (16% of it on 32-byte rows), unless the first index is negative.
+    - ``doubled``: ``index_select`` on the data's rows twice over at the index plus s, which
+      refuses exactly what lies outside [-s, s-1]: one pass over the index where a wrap
+      takes three, for data of at most half the index's bytes (its copy is then cheap).
+    - ``wrapped``: ``index_select`` after a branch-free wrap that moves [-s, -1] up by s and
+      leaves every bad index outside [0, s-1]; cheaper than reading the index's extremes
+      first (docs/performance.md).
     """
+    if not index_ndim:
+        return ()
+    if torch_rows_plan(n_index * row_elems, index_ndim) == "advanced_indexing":
+        return () if grad else ("indexing",)
+    row_bytes = row_elems * itemsize
+    doubled = (
+        not grad
+        and 2 * size * row_bytes <= n_index * index_itemsize
+        and 2 * size < 1 << (8 * index_itemsize - 1)  # the index plus s stays in its dtype
+    )
+    wrapped = "doubled" if doubled else "wrapped"
     short = row_bytes <= TORCH_SHORT_ROW_BYTES and n_index >= TORCH_REFUSE_INDICES
-    return "refuse" if short else "read"
+    if short and not negative_first():
+        return ("as_given", wrapped)
+    return (wrapped,)
 
 
 def torch_backward_plan(index_dtype: str, device_type: str) -> str:

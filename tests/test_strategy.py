@@ -12,10 +12,12 @@ import gatherx
 from gatherx import _strategy as st
 from gatherx._backends import numpy as nb
 
-# (data shape, indices, axis): no repeats, repeats, more than _ROUNDS repeats of one index,
-# negative indices, multi-dimensional indices, unit and empty dimensions.
+# (data shape, indices, axis): no repeats, repeats, only repeats, more than _ROUNDS repeats
+# of one index, negative indices, multi-dimensional indices, unit and empty dimensions.
 GRAD_CASES = [
     ((6, 3), [4, 0, 5], 0),
+    ((5, 2), [1, -4, 2, -3, 1], 0),
+    ((2, 5, 1), [[4, -1], [0, 0]], 1),
     ((6, 3), [1, 1, 5, 1, -1, 0], 0),
     ((3, 7, 2), [[6, 0], [6, -1]], 1),
     ((2, 4, 33), [3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 0, 3], 1),

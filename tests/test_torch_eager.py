@@ -10,7 +10,7 @@ torch = need("torch")
 
 import gatherx  # noqa: E402
 from gatherx import _strategy  # noqa: E402
-from gatherx._backends.torch import TorchBackend  # noqa: E402
+from gatherx._backends.torch import TorchBackend, kernels  # noqa: E402
 
 
 def _general_path_only(*args, **kwargs):
@@ -108,6 +108,115 @@ def test_aten_index_select_refuses_bad_indices_on_several_threads():
             torch.index_select(data, 0, index)
     finally:
         torch.set_num_threads(before)
+
+
+# --------------------------------------------------------------------------- axis-0 attempts
+# An eager gather on axis 0 tries the attempts _strategy.torch_axis0_plan lists, each letting
+# ATen refuse what it cannot take, and reads the index only after a refusal. Every attempt
+# must give np.take's result for valid indices and gatherx's IndexError for any bad one.
+
+ATTEMPT_SHAPES = [(10, 4), (300, 64), (20, 2, 3), (9,)]
+BAD_VALUES = {
+    "-s-1": lambda s: -s - 1,
+    "s": lambda s: s,
+    "-2s": lambda s: -2 * s,
+    "2s": lambda s: 2 * s,
+    "int32 max": lambda s: 2**31 - 1,
+    "int32 min": lambda s: -(2**31),
+    "int64 max": lambda s: 2**63 - 1,
+    "int64 min": lambda s: -(2**63),
+}
+
+
+def _attempt_index(size: int, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    rng = np.random.default_rng(size)
+    index = rng.integers(-size, size, shape).astype(dtype)
+    index.reshape(-1)[:2] = (-size, size - 1)
+    return index
+
+
+# with autograd the plan gives "as_given" and "wrapped" only: the backward needs the index wrapped
+ATTEMPTS = [("indexing", False), ("as_given", False), ("doubled", False), ("wrapped", False),
+            ("as_given", True), ("wrapped", True)]  # fmt: skip
+
+
+@pytest.mark.usefixtures("eager_only")
+@pytest.mark.parametrize(("attempt", "grad"), ATTEMPTS, ids=str)
+@pytest.mark.parametrize("shape", ATTEMPT_SHAPES, ids=str)
+@pytest.mark.parametrize("index_shape", [(700,), (30, 25)], ids=str)
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_every_axis0_attempt_matches_numpy(
+    monkeypatch, attempt, grad, shape, index_shape, index_dtype
+):
+    monkeypatch.setattr(kernels, "torch_axis0_plan", lambda *a, **k: (attempt,))
+    host = np.random.default_rng(1).standard_normal(shape)
+    data = torch.from_numpy(host).requires_grad_(grad)
+    index = _attempt_index(shape[0], index_shape, index_dtype)
+    out = gatherx.gather(data, torch.from_numpy(index))
+    np.testing.assert_array_equal(out.detach().numpy(), np.take(host, index, axis=0))
+    if grad:
+        weights = torch.from_numpy(np.random.default_rng(2).standard_normal(out.shape))
+        (got,) = torch.autograd.grad(out, data, weights)
+        want = np.zeros(shape)
+        np.add.at(want, index % shape[0], weights.numpy())
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+PLANS = [("indexing",), ("as_given",), ("doubled",), ("wrapped",), ("as_given", "doubled"),
+         ("as_given", "wrapped")]  # fmt: skip
+# the int64 extremes are no int32 values
+BAD = [(bad, "int64") for bad in BAD_VALUES] + [
+    (bad, "int32") for bad in BAD_VALUES if not bad.startswith("int64")
+]
+
+
+@pytest.mark.usefixtures("eager_only")
+@pytest.mark.parametrize("attempts", PLANS, ids=str)
+@pytest.mark.parametrize("shape", ATTEMPT_SHAPES, ids=str)
+@pytest.mark.parametrize(("bad", "index_dtype"), BAD, ids=str)
+@pytest.mark.parametrize("where", [0, 1, -1])
+def test_every_axis0_attempt_refuses_every_bad_index(
+    monkeypatch, attempts, shape, bad, index_dtype, where
+):
+    size = shape[0]
+    value = BAD_VALUES[bad](size)
+    monkeypatch.setattr(kernels, "torch_axis0_plan", lambda *a, **k: attempts)
+    index = _attempt_index(size, (700,), index_dtype)
+    index[where] = value
+    position = where % index.size
+    data = torch.zeros(shape)
+    message = rf"idx={value} at position \({position},\) of indices must be within"
+    with pytest.raises(IndexError, match=message):
+        gatherx.gather(data, torch.from_numpy(index))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "negative_first", "want"),
+    [
+        (dict(size=10, row_elems=4, n_index=100, index_ndim=1), False, ("indexing",)),
+        (dict(size=10, row_elems=4, n_index=100, index_ndim=1, grad=True), False, ()),
+        (dict(size=10, row_elems=4, n_index=5, index_ndim=0), False, ()),
+        (dict(size=1000, row_elems=8, n_index=200_000, index_ndim=1), False,
+         ("as_given", "doubled")),
+        (dict(size=1000, row_elems=8, n_index=200_000, index_ndim=1), True, ("doubled",)),
+        (dict(size=1000, row_elems=8, n_index=200_000, index_ndim=1, grad=True), False,
+         ("as_given", "wrapped")),
+        (dict(size=50_000, row_elems=256, n_index=8192, index_ndim=2), False, ("wrapped",)),
+        (dict(size=2**31, row_elems=1, n_index=2**34, index_ndim=1, index_itemsize=4), True,
+         ("wrapped",)),
+    ],
+)  # fmt: skip
+def test_axis0_plan_branches(kwargs, negative_first, want):
+    kwargs = {"itemsize": 4, "index_itemsize": 8, "grad": False, **kwargs}
+    asked = []
+
+    def first() -> bool:
+        asked.append(True)
+        return negative_first
+
+    assert _strategy.torch_axis0_plan(**kwargs, negative_first=first) == want
+    short = kwargs["row_elems"] * kwargs["itemsize"] <= _strategy.TORCH_SHORT_ROW_BYTES
+    assert bool(asked) == (short and want[-1:] in (("doubled",), ("wrapped",)))
 
 
 # --------------------------------------------------------------------------- gatherx's results

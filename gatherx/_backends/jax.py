@@ -253,6 +253,8 @@ _FAST_DATA_DTYPES = frozenset(
     for name in _rules.data_dtypes(_rules.NEGATIVE_INDICES_SINCE) - {"string"}
 )
 _FAST_INDEX_DTYPES = frozenset(np.dtype(name) for name in _rules.INDEX_DTYPES)
+#: The gather mode of host-checked indices.
+_CHECKED_MODE = jax_gather_mode(indices_checked=True)
 #: Reading an index on the host is a copy on an accelerator, a view on the CPU.
 _CPU_ONLY = all(device.platform == "cpu" for device in jax.devices())
 
@@ -270,8 +272,7 @@ class _Traced(NamedTuple):
 
 def host_extremes(index: jax.Array) -> tuple[int, int]:
     """(min, max) of a concrete index read on the host (the exact policy: whole, on the CPU)."""
-    values = np.asarray(index)
-    return int(values.min()), int(values.max())
+    return _rules.host_extremes(np.asarray(index))
 
 
 @jax.jit
@@ -308,9 +309,8 @@ class JaxBackend(Backend):
         ):
             axis %= data.ndim
             size = data.shape[axis]
-            if not _rules.out_of_range(int(host.min()), int(host.max()), size, opset):
-                mode = jax_gather_mode(indices_checked=True)
-                return _gather(data, indices, axis=axis, bounds=None, mode=mode)
+            if not _rules.out_of_range(*_rules.host_extremes(host), size, opset):
+                return _gather(data, indices, axis=axis, bounds=None, mode=_CHECKED_MODE)
         return super().gather(data, indices, axis, opset)
 
     def size(self, index: Any) -> int:
@@ -349,8 +349,7 @@ class JaxBackend(Backend):
             return _gather(data, index.values, axis=axis, bounds=index.bounds, mode=mode)
         if index.size == 0:  # nothing to read (and checkify cannot check an empty gather)
             return jnp.zeros(_rules.output_shape(data.shape, index.shape, axis), data.dtype)
-        mode = jax_gather_mode(indices_checked=True)
-        return _gather(data, index, axis=axis, bounds=None, mode=mode)
+        return _gather(data, index, axis=axis, bounds=None, mode=_CHECKED_MODE)
 
     def scatter_add(self, shape: tuple[int, ...], index: Any, grad: Any, axis: int) -> Any:
         if isinstance(index, _Traced):

@@ -4,6 +4,7 @@ planned by :mod:`gatherx._strategy`."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -179,8 +180,8 @@ def grad_by_plan(
         return _add_columns(shape, pre, size, post, flat, grad)
     if kind in _rules.HALF_DTYPES:
         # Half precision would round every partial sum: add in float32, round once.
-        if plan == "rows" and n and pre * post:
-            return _half_rows(shape, pre, size, post, flat, grad)
+        if plan in ("rows", "elements") and n and pre * post:
+            return _half_sums(plan, shape, pre, size, post, flat, grad)
         wide = grad.astype(np.float32)
         return grad_by_plan(plan, shape, idx, wide, axis).astype(grad.dtype)
     if plan in ("add.at", "columns") or n == 0 or pre * post == 0:
@@ -198,28 +199,47 @@ def grad_by_plan(
     return out3.reshape(shape)
 
 
-def _half_rows(
-    shape: tuple[int, ...], pre: int, size: int, post: int, flat: np.ndarray, grad: np.ndarray
+def _half_sums(
+    plan: str,
+    shape: tuple[int, ...],
+    pre: int,
+    size: int,
+    post: int,
+    flat: np.ndarray,
+    grad: np.ndarray,
 ) -> np.ndarray:
-    """The ``rows`` plan for half precision, which NumPy converts from and to float32 at
-    1.4 and 3.3 ns an element: rows at indices that occur once are scattered as they are;
-    only the rows of repeated indices are summed in float32 (in order of occurrence, by the
-    float32 plan for their shape) and rounded once."""
+    """The ``rows`` or ``elements`` plan for half precision, which NumPy converts from and to
+    float32 at 2-5 ns an element: slices at indices that occur once are written as they are
+    (exact); only those of repeated indices are converted and summed in float32 (in order of
+    occurrence, by the float32 plan for their shape), each sum rounded once."""
     out3 = np.zeros((pre, size, post), dtype=grad.dtype)
     g3 = grad.reshape(pre, flat.size, post)
-    out3[:, flat, :] = g3
     repeats = _repeats(flat, size)
     if repeats is None:
+        _write(plan, out3, flat, g3)
         return out3.reshape(shape)
     members = repeats[0]  # grouped by index value, each group in order of occurrence
+    once = np.ones(flat.size, dtype=bool)
+    once[members] = False
+    singles = np.flatnonzero(once)
+    if singles.size:
+        _write(plan, out3, flat[singles], g3.take(singles, axis=1))
     values = flat[members]
     first = np.concatenate(([True], values[1:] != values[:-1]))
     compact = np.cumsum(first) - 1  # each member's slot among the repeated values
     slots = values[first]
-    wide = g3[:, members, :].astype(np.float32)
+    wide = g3.take(members, axis=1).astype(np.float32)
     sums = grad_by_plan(None, (pre, slots.size, post), compact, wide, 1)
-    out3[:, slots, :] = sums.astype(grad.dtype)
+    _write(plan, out3, slots, sums.astype(grad.dtype))
     return out3.reshape(shape)
+
+
+def _write(plan: str, out3: np.ndarray, flat: np.ndarray, g3: np.ndarray) -> None:
+    """``out3[:, flat, :] = g3`` for distinct ``flat``, by the fastest write for ``plan``'s rows."""
+    if plan == "elements":  # short rows: 1-D fancy assignment, many times a strided one's speed
+        _put_elements(out3, flat, g3)
+    else:
+        out3[:, flat, :] = g3
 
 
 def _add_columns(
@@ -292,12 +312,26 @@ def _scatter_rows(
 
 
 def _add_elements(out3: np.ndarray, flat: np.ndarray, g3: np.ndarray) -> None:
-    """Short rows: the 1-D ``np.add.at`` loop at flat element positions, built for a block of
-    ``pre`` rows at a time so the positions stay in cache.
-    """
-    pre, size, post = out3.shape
-    n = flat.size
+    """Short rows: the 1-D ``np.add.at`` loop at flat element positions."""
     out1 = out3.reshape(-1)
+    for positions, values in _element_blocks(out3.shape, flat, g3):
+        np.add.at(out1, positions, values)
+
+
+def _put_elements(out3: np.ndarray, flat: np.ndarray, g3: np.ndarray) -> None:
+    """Short rows: each element of ``g3`` written at its flat position (distinct ``flat``)."""
+    out1 = out3.reshape(-1)
+    for positions, values in _element_blocks(out3.shape, flat, g3):
+        out1[positions] = values
+
+
+def _element_blocks(
+    shape3: tuple[int, int, int], flat: np.ndarray, g3: np.ndarray
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Flat element positions in the (pre, size, post) result and their gradient values,
+    for a block of ``pre`` rows at a time so the positions stay in cache."""
+    pre, size, post = shape3
+    n = flat.size
     g2 = g3.reshape(pre, n * post)
     within = ((flat.astype(np.intp) * post)[:, None] + np.arange(post, dtype=np.intp)).reshape(-1)
     rows = max(1, _BLOCK_POSITIONS // (n * post))
@@ -306,7 +340,7 @@ def _add_elements(out3: np.ndarray, flat: np.ndarray, g3: np.ndarray) -> None:
     for r0 in range(0, pre, rows):
         k = min(rows, pre - r0)
         np.add(offsets[:k], r0 * size * post, out=buf[:k])
-        np.add.at(out1, buf[:k].reshape(-1), g2[r0 : r0 + k].reshape(-1))
+        yield buf[:k].reshape(-1), g2[r0 : r0 + k].reshape(-1)
 
 
 #: The one instance the dispatch uses.

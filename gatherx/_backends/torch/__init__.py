@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ... import _errors, _rules
+from ... import _errors, _policy, _rules
 from ..base import Backend
 from . import autograd, bounds, kernels
 from .modes import compiling, needs_autograd, plain_eager, tracing
@@ -36,7 +36,7 @@ class TorchBackend(Backend):
     name = "torch"
 
     def gather(self, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
-        if bounds.device_policy_on_cpu():  # the accelerators' flow, on the CPU (tests)
+        if _policy.FORCING and bounds.device_policy_on_cpu():  # the accelerators' flow (tests)
             return super().gather(data, indices, axis, opset)
         # After a large gather has evicted the interpreter's code and data from the CPU
         # caches, each Python step costs several times its warm time: the common eager CPU
@@ -58,25 +58,25 @@ class TorchBackend(Backend):
         self, data: torch.Tensor, indices: torch.Tensor, axis: int, opset: int
     ) -> torch.Tensor | None:
         grad = data.requires_grad
-        # index_select checks every index against [0, s-1] before it copies rows, and
-        # data[index] against [-s, s-1] (all of ATen's CPU branches do; tests/test_torch_eager.py
-        # holds them to that), so where a pass over the index would cost a notable share of
-        # the call, it runs only where they object: a negative index to wrap for
-        # index_select or the backward, or a bad one to report. The backward needs
-        # non-negative indices, so small calls with autograd read the index first.
-        if axis == 0 and data.dtype not in kernels.BIT_TWIN:
-            small = kernels.small_rows(data, indices)
-            refuse = not small and kernels.axis0_plan(data, indices) == "refuse"
-            if (small and not grad) or refuse:
+        size = data.shape[axis]
+        # index_select refuses every index outside [0, s-1] before it copies rows, and
+        # data[index] every one outside [-s, s-1] (all of ATen's CPU branches do;
+        # tests/test_torch_eager.py holds them to that): on axis 0 the index is read only
+        # to report a bad one, after a refusal.
+        if axis == 0 and data.dtype not in kernels.BIT_TWIN and indices.numel():
+            for attempt in kernels.axis0_plan(data, indices):
                 try:
-                    if grad:
-                        return autograd.eager_apply(data, indices, 0)
-                    return kernels.rows(data, indices)
+                    if not grad:
+                        return kernels.rows(data, indices, attempt)
+                    # with autograd the plan gives "as_given" or "wrapped"; the backward
+                    # needs the wrapped index, so it is made here
+                    wrapped = attempt == "wrapped"
+                    index = kernels.wrap_eager(indices, size) if wrapped else indices
+                    return autograd.eager_apply(data, index, 0, "as_given")
                 except (IndexError, RuntimeError):  # RuntimeError: from zero-size data
                     pass
         if not indices.numel():
             return None
-        size = data.shape[axis]
         index = self._eager_bounded(indices, size, axis, opset, "gather")
         if grad:
             return autograd.eager_apply(data, index, axis)

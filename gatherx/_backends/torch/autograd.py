@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from .kernels import scatter_add, take, take_eager
+from .kernels import rows, scatter_add, take, take_eager
 from .modes import compiling, functorch_active
 
 
@@ -61,21 +61,25 @@ class GatherEager(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx: Any, data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
+    def forward(
+        ctx: Any, data: torch.Tensor, index: torch.Tensor, axis: int, attempt: str | None
+    ) -> torch.Tensor:
         ctx.save_for_backward(index)
         ctx.size = data.shape[axis]
         ctx.axis = axis
+        if attempt is not None:  # an unchecked index on axis 0, for index_select to refuse
+            return rows(data, index, attempt)
         return take_eager(data, index, axis)
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None]:
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None, None]:
         (index,) = ctx.saved_tensors
         if not ctx.needs_input_grad[0]:
-            return None, None, None
+            return None, None, None, None
         if torch.is_grad_enabled() or functorch_active():
             # create_graph=True, or vmap over the backward (gradcheck's batched grad)
-            return apply_scatter_add(grad, index, ctx.axis, ctx.size), None, None
-        return scatter_add(grad, index, ctx.axis, ctx.size), None, None
+            return apply_scatter_add(grad, index, ctx.axis, ctx.size), None, None, None
+        return scatter_add(grad, index, ctx.axis, ctx.size), None, None, None
 
 
 class _ScatterAddNoJvp(torch.autograd.Function):
@@ -133,6 +137,11 @@ def apply_scatter_add(
     return fn.apply(grad, index, axis, size)
 
 
-def eager_apply(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
-    """Plain eager autograd (no torch.func, compiler, tracer or forward AD active)."""
-    return GatherEager.apply(data, index, axis)
+def eager_apply(
+    data: torch.Tensor, index: torch.Tensor, axis: int, attempt: str | None = None
+) -> torch.Tensor:
+    """Plain eager autograd (no torch.func, compiler, tracer or forward AD active) on a checked,
+    non-negative ``index``, or on an unchecked one on axis 0 that ``index_select`` refuses if
+    bad: ``attempt`` ``as_given`` or ``wrapped`` (see :func:`gatherx._backends.torch.kernels.rows`),
+    the latter's wrap already applied."""
+    return GatherEager.apply(data, index, axis, attempt)

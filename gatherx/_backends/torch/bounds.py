@@ -98,8 +98,7 @@ def read(index: torch.Tensor) -> tuple[int, int] | None:
         # NumPy reads the same memory without waking torch's thread pool, whose start-up
         # for aminmax cost 30-100 us per call next to the index_select that follows.
         try:
-            host = values.numpy()
-            return int(host.min()), int(host.max())
+            return _rules.host_extremes(values.numpy())
         except RuntimeError:  # inside torch.func transforms the tensor has no storage
             pass
     extremes = torch.stack(torch.aminmax(values)).tolist()  # one device sync, not two

@@ -62,12 +62,17 @@ def take(data: torch.Tensor, index: torch.Tensor, axis: int, eager: bool = False
 def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -> torch.Tensor:
     """Zeros with ``grad`` added at non-negative in-range ``index``; ``size`` is the axis's."""
     # index_add is deterministic under torch.use_deterministic_algorithms(True), CUDA included.
-    flat = index.reshape(-1)
-    if torch_backward_plan(str(flat.dtype)[6:], flat.device.type) == "index_add_int64":
+    k = index.ndim
+    flat = index if k == 1 else index.reshape(-1)
+    kind = "cpu" if flat.is_cpu else flat.device.type
+    if torch_backward_plan(_INDEX_NAMES[flat.dtype], kind) == "index_add_int64":
         flat = flat.long()  # see _strategy: the CPU kernel's fast path needs int64
-    before, after = grad.shape[:axis], grad.shape[axis + index.ndim :]
+    source = grad  # with the index's dimensions as one
+    if k != 1:  # (flatten has no batching rule for vmap over the backward)
+        dims = list(grad.shape)
+        dims[axis : axis + k] = [flat.shape[0]]
+        source = grad.reshape(dims)
     dtype = grad.dtype
-    source = grad.reshape((*before, flat.shape[0], *after))
     if dtype in _HALF:  # half precision would round every partial sum: add in float32
         source = source.float()
     else:
@@ -75,18 +80,35 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
         twin = BIT_TWIN.get(dtype)
         if twin is not None:
             source = source.view(twin)
-    out = source.new_zeros((*before, size, *after)).index_add_(axis, flat, source)
+    shape = list(source.shape)
+    shape[axis] = size
+    out = source.new_zeros(shape).index_add_(axis, flat, source)
     if dtype in _HALF:
         return out.to(dtype)  # rounded once
     return out if out.dtype is dtype else out.view(dtype)
 
 
+_INDEX_NAMES = {torch.int32: "int32", torch.int64: "int64"}
+
+
 def wrap(index: torch.Tensor, size: int) -> torch.Tensor:
-    """``index`` with negatives moved into [0, size)."""
-    if plain_eager():
-        # two kernels (lt, add) where torch.where takes three: half the time on large indices
-        return torch.add(index, index < 0, alpha=size)
+    """A checked ``index`` (every value in [-size, size)) with negatives moved into [0, size)."""
+    if plain_eager() and size <= _INT_MAX[index.dtype]:
+        return torch.remainder(index, size)  # one kernel; exact on checked values only
     return torch.where(index < 0, index + size, index)
+
+
+def wrap_eager(index: torch.Tensor, size: int) -> torch.Tensor:
+    """:func:`wrap` of an unchecked ``index`` outside compilers and tracers: anything outside
+    [-size, size) stays outside [0, size), for ``index_select`` to refuse."""
+    if size > _INT_MAX[index.dtype]:
+        return torch.where(index < 0, index + size, index)
+    # Branch-free: the sign bit spread over the word, masked to ``size``, added: three
+    # kernels writing one new tensor, where torch.where's three write three.
+    return (index >> (index.element_size() * 8 - 1)).bitwise_and_(size).add_(index)
+
+
+_INT_MAX = {torch.int32: 2**31 - 1, torch.int64: 2**63 - 1}
 
 
 def small_rows(data: torch.Tensor, index: torch.Tensor) -> bool:
@@ -96,26 +118,38 @@ def small_rows(data: torch.Tensor, index: torch.Tensor) -> bool:
     return torch_rows_plan(n_out, index.ndim) == "advanced_indexing"
 
 
-def rows(data: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """Gather on axis 0: ATen copies whole rows on dim 0 whatever the rank, so no view plan.
+def rows(data: torch.Tensor, index: torch.Tensor, attempt: str) -> torch.Tensor:
+    """Gather on axis 0 by ``attempt`` (:func:`gatherx._strategy.torch_axis0_plan`): ATen
+    copies whole rows on dim 0 whatever the rank, so no view plan.
 
-    Small outputs take ``data[index]``, which reads [-s, -1] from the end and refuses anything
-    outside [-s, s-1]; larger ones ``index_select``, which refuses anything outside [0, s-1].
-    The eager path relies on both refusals to skip a bounds pass.
+    ``indexing`` (``data[index]``) refuses anything outside [-s, s-1], the others
+    (``index_select``) anything outside [0, s-1] after their own wrap: the eager path relies
+    on both refusals to skip a bounds pass.
     """
-    if small_rows(data, index):
+    if attempt == "indexing":
         return data[index]
-    if index.ndim == 1:
-        return torch.index_select(data, 0, index)
-    out = torch.index_select(data, 0, index.reshape(-1))
-    return out.view((*index.shape, *data.shape[1:]))
-
-
-def axis0_plan(data: torch.Tensor, index: torch.Tensor) -> str:
-    """:func:`gatherx._strategy.torch_axis0_plan` for ``data``'s rows and ``index``."""
+    flat = index.reshape(-1)
     size = data.shape[0]
-    row_bytes = data.numel() // size * data.element_size() if size else 0
-    return torch_axis0_plan(row_bytes, index.numel())
+    if attempt == "doubled":
+        out = torch.index_select(torch.cat((data, data)), 0, torch.add(flat, size))
+    else:
+        out = torch.index_select(data, 0, wrap_eager(flat, size) if attempt == "wrapped" else flat)
+    return out if index.ndim == 1 else out.view((*index.shape, *data.shape[1:]))
+
+
+def axis0_plan(data: torch.Tensor, index: torch.Tensor) -> tuple[str, ...]:
+    """:func:`gatherx._strategy.torch_axis0_plan` for ``data`` and a non-empty ``index``."""
+    size = data.shape[0]
+    return torch_axis0_plan(
+        size,
+        data.numel() // size if size else 0,
+        data.element_size(),
+        index.numel(),
+        index.dim(),
+        index.element_size(),
+        grad=data.requires_grad,
+        negative_first=lambda: bool(index.reshape(-1)[0] < 0),
+    )
 
 
 def take_eager(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
@@ -124,5 +158,5 @@ def take_eager(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tens
         # One slice: a strided copy of it, half the time of index_select on an inner axis.
         return data.select(axis, int(index)).clone(memory_format=torch.contiguous_format)
     if axis == 0 and data.dtype not in BIT_TWIN:
-        return rows(data, index)
+        return rows(data, index, "indexing" if small_rows(data, index) else "as_given")
     return take(data, index, axis, eager=True)
