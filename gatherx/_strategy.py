@@ -189,9 +189,10 @@ def torch_axis0_plan(
 
     Each attempt lets ATen refuse what it cannot take, at no cost of its own, so the index is
     not read before the copy; after a refusal by the last attempt, or where there is none,
-    it is read, checked and wrapped. ``grad``: the data requires grad (the backward needs the
-    index non-negative); ``negative_first()``: whether the first index is negative (asked
-    only where it decides). A scalar index has none: it takes one slice (``select``).
+    it is read, checked and wrapped. ``grad``: the data requires grad (a small call then reads
+    the index first: the backward needs it non-negative); ``negative_first()``: whether the
+    first index is negative (asked only where it decides). A scalar index has no attempt: it
+    takes one slice (``select``).
 
     - ``indexing``: ``data[index]`` (see :func:`torch_rows_plan`), which refuses exactly what
       lies outside [-s, s-1]; small outputs without autograd.
@@ -200,7 +201,8 @@ def torch_axis0_plan(
       the copy (16% of it on 32-byte rows), unless the first index is negative.
     - ``doubled``: ``index_select`` on the data's rows twice over at the index plus s, which
       refuses exactly what lies outside [-s, s-1]: one pass over the index where a wrap
-      takes three, for data of at most half the index's bytes (its copy is then cheap).
+      takes three, for data of at most half the index's bytes (its copy is then cheap); the
+      backward scatters into the doubled rows and adds their halves.
     - ``wrapped``: ``index_select`` after a branch-free wrap that moves [-s, -1] up by s and
       leaves every bad index outside [0, s-1]; cheaper than reading the index's extremes
       first (docs/performance.md).
@@ -211,8 +213,7 @@ def torch_axis0_plan(
         return () if grad else ("indexing",)
     row_bytes = row_elems * itemsize
     doubled = (
-        not grad
-        and 2 * size * row_bytes <= n_index * index_itemsize
+        2 * size * row_bytes <= n_index * index_itemsize
         and 2 * size < 1 << (8 * index_itemsize - 1)  # the index plus s stays in its dtype
     )
     wrapped = "doubled" if doubled else "wrapped"

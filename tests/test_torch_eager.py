@@ -135,9 +135,9 @@ def _attempt_index(size: int, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     return index
 
 
-# with autograd the plan gives "as_given" and "wrapped" only: the backward needs the index wrapped
+# with autograd the plan never gives "indexing": the backward needs a non-negative index
 ATTEMPTS = [("indexing", False), ("as_given", False), ("doubled", False), ("wrapped", False),
-            ("as_given", True), ("wrapped", True)]  # fmt: skip
+            ("as_given", True), ("doubled", True), ("wrapped", True)]  # fmt: skip
 
 
 @pytest.mark.usefixtures("eager_only")
@@ -149,9 +149,12 @@ def test_every_axis0_attempt_matches_numpy(
     monkeypatch, attempt, grad, shape, index_shape, index_dtype
 ):
     monkeypatch.setattr(kernels, "torch_axis0_plan", lambda *a, **k: (attempt,))
+    monkeypatch.setattr(TorchBackend, "_eager_bounded", _general_path_only)  # no read
     host = np.random.default_rng(1).standard_normal(shape)
     data = torch.from_numpy(host).requires_grad_(grad)
     index = _attempt_index(shape[0], index_shape, index_dtype)
+    if attempt == "as_given":  # it refuses negatives (the read path then takes them)
+        index %= shape[0]
     out = gatherx.gather(data, torch.from_numpy(index))
     np.testing.assert_array_equal(out.detach().numpy(), np.take(host, index, axis=0))
     if grad:
@@ -160,6 +163,23 @@ def test_every_axis0_attempt_matches_numpy(
         want = np.zeros(shape)
         np.add.at(want, index % shape[0], weights.numpy())
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("attempt", ["as_given", "doubled", "wrapped"])
+def test_axis0_attempts_with_autograd_pass_gradcheck(monkeypatch, attempt):
+    monkeypatch.setattr(kernels, "torch_axis0_plan", lambda *a, **k: (attempt,))
+    monkeypatch.setattr(TorchBackend, "_eager_bounded", _general_path_only)  # no read
+    x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    index = torch.tensor([[3, -1, 0], [-4, 3, 3]])
+    if attempt == "as_given":
+        index = index % 4  # it refuses negatives: the read path would take them
+
+    def f(t: torch.Tensor) -> torch.Tensor:
+        return gatherx.gather(t, index)
+
+    assert "GatherEager" in type(f(x).grad_fn).__name__
+    assert torch.autograd.gradcheck(f, (x,), check_batched_grad=True)
+    assert torch.autograd.gradgradcheck(f, (x,), check_batched_grad=True)
 
 
 PLANS = [("indexing",), ("as_given",), ("doubled",), ("wrapped",), ("as_given", "doubled"),
@@ -200,7 +220,9 @@ def test_every_axis0_attempt_refuses_every_bad_index(
          ("as_given", "doubled")),
         (dict(size=1000, row_elems=8, n_index=200_000, index_ndim=1), True, ("doubled",)),
         (dict(size=1000, row_elems=8, n_index=200_000, index_ndim=1, grad=True), False,
-         ("as_given", "wrapped")),
+         ("as_given", "doubled")),
+        (dict(size=100_000, row_elems=8, n_index=40_000, index_ndim=1, grad=True), True,
+         ("wrapped",)),
         (dict(size=50_000, row_elems=256, n_index=8192, index_ndim=2), False, ("wrapped",)),
         (dict(size=2**31, row_elems=1, n_index=2**34, index_ndim=1, index_itemsize=4), True,
          ("wrapped",)),

@@ -68,11 +68,12 @@ class TorchBackend(Backend):
                 try:
                     if not grad:
                         return kernels.rows(data, indices, attempt)
-                    # with autograd the plan gives "as_given" or "wrapped"; the backward
-                    # needs the wrapped index, so it is made here
-                    wrapped = attempt == "wrapped"
-                    index = kernels.wrap_eager(indices, size) if wrapped else indices
-                    return autograd.eager_apply(data, index, 0, "as_given")
+                    # the backward needs a non-negative index: the wrapped one, or the
+                    # doubled rows' index, which the Function saves
+                    index = indices
+                    if attempt == "wrapped":
+                        index, attempt = kernels.wrap_eager(indices, size), "as_given"
+                    return autograd.eager_apply(data, index, 0, attempt)
                 except (IndexError, RuntimeError):  # RuntimeError: from zero-size data
                     pass
         if not indices.numel():

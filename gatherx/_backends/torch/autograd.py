@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from .kernels import rows, scatter_add, take, take_eager
+from .kernels import doubled, rows, scatter_add, take, take_eager
 from .modes import compiling, functorch_active
 
 
@@ -64,6 +64,10 @@ class GatherEager(torch.autograd.Function):
     def forward(
         ctx: Any, data: torch.Tensor, index: torch.Tensor, axis: int, attempt: str | None
     ) -> torch.Tensor:
+        ctx.fold = attempt == "doubled"
+        if ctx.fold:  # gathered from the rows twice over; the backward adds both halves
+            data, index = doubled(data, index)
+            attempt = "as_given"
         ctx.save_for_backward(index)
         ctx.size = data.shape[axis]
         ctx.axis = axis
@@ -78,8 +82,13 @@ class GatherEager(torch.autograd.Function):
             return None, None, None, None
         if torch.is_grad_enabled() or functorch_active():
             # create_graph=True, or vmap over the backward (gradcheck's batched grad)
-            return apply_scatter_add(grad, index, ctx.axis, ctx.size), None, None, None
-        return scatter_add(grad, index, ctx.axis, ctx.size), None, None, None
+            out = apply_scatter_add(grad, index, ctx.axis, ctx.size)
+        else:
+            out = scatter_add(grad, index, ctx.axis, ctx.size)
+        if ctx.fold:
+            half = ctx.size // 2
+            out = out[:half] + out[half:]
+        return out, None, None, None
 
 
 class _ScatterAddNoJvp(torch.autograd.Function):
@@ -142,6 +151,6 @@ def eager_apply(
 ) -> torch.Tensor:
     """Plain eager autograd (no torch.func, compiler, tracer or forward AD active) on a checked,
     non-negative ``index``, or on an unchecked one on axis 0 that ``index_select`` refuses if
-    bad: ``attempt`` ``as_given`` or ``wrapped`` (see :func:`gatherx._backends.torch.kernels.rows`),
-    the latter's wrap already applied."""
+    bad: ``attempt`` ``as_given`` (a wrapped one included) or ``doubled`` (see
+    :func:`gatherx._backends.torch.kernels.rows`)."""
     return GatherEager.apply(data, index, axis, attempt)

@@ -128,13 +128,20 @@ def rows(data: torch.Tensor, index: torch.Tensor, attempt: str) -> torch.Tensor:
     """
     if attempt == "indexing":
         return data[index]
-    flat = index.reshape(-1)
-    size = data.shape[0]
+    shape = (*index.shape, *data.shape[1:])
     if attempt == "doubled":
-        out = torch.index_select(torch.cat((data, data)), 0, torch.add(flat, size))
-    else:
-        out = torch.index_select(data, 0, wrap_eager(flat, size) if attempt == "wrapped" else flat)
-    return out if index.ndim == 1 else out.view((*index.shape, *data.shape[1:]))
+        data, index = doubled(data, index)
+    flat = index.reshape(-1)
+    if attempt == "wrapped":
+        flat = wrap_eager(flat, data.shape[0])
+    out = torch.index_select(data, 0, flat)
+    return out if index.ndim == 1 else out.view(shape)
+
+
+def doubled(data: torch.Tensor, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``data``'s rows twice over and ``index`` plus s: [-s, s-1] becomes [0, 2s-1], every
+    other value stays outside it."""
+    return torch.cat((data, data)), torch.add(index, data.shape[0])
 
 
 def axis0_plan(data: torch.Tensor, index: torch.Tensor) -> tuple[str, ...]:
