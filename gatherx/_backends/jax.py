@@ -302,13 +302,14 @@ class JaxBackend(Backend):
             and not isinstance(data, jax.core.Tracer)
             and _CPU_ONLY
             and not _policy.FORCING
-            and _rules.plain_call(axis, opset, data.ndim)
+            # (shape once: each of jax.Array's properties is a Python call)
+            and _rules.plain_call(axis, opset, len(shape := data.shape))
             and data.dtype in _FAST_DATA_DTYPES
             and indices.dtype in _FAST_INDEX_DTYPES
             and (host := np.asarray(indices)).size
         ):
-            axis %= data.ndim
-            size = data.shape[axis]
+            axis %= len(shape)
+            size = shape[axis]
             if not _rules.out_of_range(*_rules.host_extremes(host), size, opset):
                 return _gather(data, indices, axis=axis, bounds=None, mode=_CHECKED_MODE)
         return super().gather(data, indices, axis, opset)

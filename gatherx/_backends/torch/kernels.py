@@ -105,7 +105,8 @@ def wrap_eager(index: torch.Tensor, size: int) -> torch.Tensor:
         return torch.where(index < 0, index + size, index)
     # Branch-free: the sign bit spread over the word, masked to ``size``, added: three
     # kernels writing one new tensor, where torch.where's three write three.
-    return (index >> (index.element_size() * 8 - 1)).bitwise_and_(size).add_(index)
+    sign = torch.bitwise_right_shift(index, index.element_size() * 8 - 1)  # not >>: 2 frames
+    return sign.bitwise_and_(size).add_(index)
 
 
 _INT_MAX = {torch.int32: 2**31 - 1, torch.int64: 2**63 - 1}
