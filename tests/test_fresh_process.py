@@ -37,6 +37,14 @@ else:
         return gatherx.gather(d, i, axis=0)
     compiled = {}
     def run(ids):
+        if mode.endswith(("rows", "wide")):  # large enough for index_select's attempts
+            d = torch.from_numpy(np.repeat(DATA, 200, axis=1) if "wide" in mode else DATA)
+            ids = torch.from_numpy(np.tile(ids.ravel(), 250))
+            if not mode.startswith("grad"):
+                return call(d, ids)
+            leaf = d.clone().requires_grad_()
+            call(leaf, ids).sum().backward()
+            return leaf.grad
         ids = torch.from_numpy(ids)
         if mode == "eager":
             return call(data, ids)
@@ -82,11 +90,15 @@ def _run(framework: str, mode: str, order: list[str]) -> list:
 
 
 def _expected(mode: str) -> np.ndarray:
-    if mode in ("grad", "grad_eager"):
-        want = np.zeros_like(DATA)
-        np.add.at(want, IDS, 1.0)
+    data, ids = DATA, IDS
+    if mode.endswith(("rows", "wide")):
+        data = np.repeat(DATA, 200, axis=1) if "wide" in mode else DATA
+        ids = np.tile(IDS.ravel(), 250)
+    if mode.startswith("grad"):
+        want = np.zeros_like(data)
+        np.add.at(want, ids, 1.0)
         return want
-    return np.take(DATA, IDS, axis=0)
+    return np.take(data, ids, axis=0)
 
 
 def _check(framework: str, mode: str, order: list[str], bad_text: str) -> None:
@@ -102,6 +114,10 @@ def _check(framework: str, mode: str, order: list[str], bad_text: str) -> None:
 
 EAGER_OOB = (
     "IndexError: gather: indices element out of data bounds, idx=9 at position (0, 1) of "
+    "indices must be within the inclusive range [-4,3] for axis 0 of size 4"
+)
+ROWS_OOB = (
+    "IndexError: gather: indices element out of data bounds, idx=9 at position (1,) of "
     "indices must be within the inclusive range [-4,3] for axis 0 of size 4"
 )
 GRAPH_OOB = "gather: indices element out of data bounds: indices must be within the inclusive"
@@ -122,6 +138,11 @@ TORCH_MODES = {
     "export": GRAPH_OOB,
     "vmap": "IndexError: gather: indices element out of data bounds, idx=9 must be within",
     "grad": EAGER_OOB,
+    # index_select's attempts on axis 0 (the doubled rows, the branch-free wrap), then the read
+    "rows": ROWS_OOB,
+    "wide": ROWS_OOB,
+    "grad_rows": ROWS_OOB,
+    "grad_wide": ROWS_OOB,
 }
 
 
@@ -131,7 +152,7 @@ def test_torch_first_call(mode):
     _check("torch", mode, ["good", "bad", "good", "bad"], TORCH_MODES[mode])
 
 
-@pytest.mark.parametrize("mode", ["eager", "compile"])
+@pytest.mark.parametrize("mode", ["eager", "compile", "rows", "grad_wide"])
 def test_torch_first_call_is_a_bad_one(mode):
     need("torch")
     _check("torch", mode, ["bad", "good", "bad", "good"], TORCH_MODES[mode])
