@@ -165,6 +165,25 @@ def test_every_axis0_attempt_matches_numpy(
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.usefixtures("eager_only")
+@pytest.mark.parametrize("attempt", ["as_given", "doubled", "wrapped"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.complex64, torch.bool,
+                                   torch.int8, torch.int64], ids=str)  # fmt: skip
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_axis0_attempts_keep_dtype_and_read_any_layout(monkeypatch, attempt, dtype, layout):
+    monkeypatch.setattr(kernels, "torch_axis0_plan", lambda *a, **k: (attempt,))
+    monkeypatch.setattr(TorchBackend, "_eager_bounded", _general_path_only)  # no read
+    data = (torch.arange(40 * 3) % 7).reshape(40, 3).to(dtype)
+    if layout == "transposed":
+        data = data.t().contiguous().t()
+    index = _attempt_index(40, (700,), "int64")
+    if attempt == "as_given":
+        index %= 40
+    got = gatherx.gather(data, torch.from_numpy(index))
+    assert got.dtype == data.dtype
+    np.testing.assert_array_equal(_host(got), _oracle(data, index, 0))
+
+
 @pytest.mark.parametrize("attempt", ["as_given", "doubled", "wrapped"])
 def test_axis0_attempts_with_autograd_pass_gradcheck(monkeypatch, attempt):
     monkeypatch.setattr(kernels, "torch_axis0_plan", lambda *a, **k: (attempt,))

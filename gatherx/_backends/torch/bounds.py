@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ... import _errors, _policy, _rules
-from .kernels import wrap
+from .kernels import wrap_eager, wrap_unchecked
 from .modes import compiling, tracing
 
 
@@ -138,7 +138,7 @@ def device_check(index: torch.Tensor, size: int, axis: int, opset: int, fn: str)
     ok = (low >= max(lo, info.min)) & (high <= min(hi, info.max))
     torch._assert_async(ok, _errors.traced_out_of_bounds(fn, axis, opset))
     if opset >= _rules.NEGATIVE_INDICES_SINCE:
-        return wrap(index, size)
+        return wrap_eager(index, size)  # a bad value stays bad for index_select too
     return index
 
 
@@ -156,5 +156,5 @@ def traced_check(index: torch.Tensor, size: int, axis: int, opset: int, fn: str)
     else:
         torch._assert_async(torch.all((index >= lo) & (index <= hi)), msg)
     if opset >= _rules.NEGATIVE_INDICES_SINCE:
-        return wrap(index, size)
+        return wrap_unchecked(index, size)
     return index

@@ -95,18 +95,23 @@ def wrap(index: torch.Tensor, size: int) -> torch.Tensor:
     """A checked ``index`` (every value in [-size, size)) with negatives moved into [0, size)."""
     if plain_eager() and size <= _INT_MAX[index.dtype]:
         return torch.remainder(index, size)  # one kernel; exact on checked values only
-    return torch.where(index < 0, index + size, index)
+    return wrap_unchecked(index, size)
 
 
 def wrap_eager(index: torch.Tensor, size: int) -> torch.Tensor:
-    """:func:`wrap` of an unchecked ``index`` outside compilers and tracers: anything outside
-    [-size, size) stays outside [0, size), for ``index_select`` to refuse."""
+    """:func:`wrap_unchecked` outside compilers and tracers, in fewer and cheaper kernels."""
     if size > _INT_MAX[index.dtype]:
-        return torch.where(index < 0, index + size, index)
+        return wrap_unchecked(index, size)
     # Branch-free: the sign bit spread over the word, masked to ``size``, added: three
     # kernels writing one new tensor, where torch.where's three write three.
     sign = torch.bitwise_right_shift(index, index.element_size() * 8 - 1)  # not >>: 2 frames
     return sign.bitwise_and_(size).add_(index)
+
+
+def wrap_unchecked(index: torch.Tensor, size: int) -> torch.Tensor:
+    """``index`` with [-size, -1] moved up by ``size``: any value outside [-size, size) stays
+    outside [0, size), for a kernel or an assert to refuse."""
+    return torch.where(index < 0, index + size, index)
 
 
 _INT_MAX = {torch.int32: 2**31 - 1, torch.int64: 2**63 - 1}
