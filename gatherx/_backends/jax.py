@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax._src import checkify as _checkify  # checkify has no public API for primitive rules
+from jax._src.array import ArrayImpl as _CONCRETE  # concrete arrays: one type test, no ABC
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
@@ -297,9 +298,8 @@ class JaxBackend(Backend):
         # An eager call where every device is the CPU: the flow's checks in few steps (a
         # small call is mostly Python), the index read where it lies; the flow reports errors.
         if (
-            type(indices) is type(data)
-            and isinstance(data, jax.Array)
-            and not isinstance(data, jax.core.Tracer)
+            type(data) is _CONCRETE
+            and type(indices) is _CONCRETE
             and _CPU_ONLY
             and not _policy.FORCING
             # (shape once: each of jax.Array's properties is a Python call)
