@@ -215,6 +215,18 @@ def test_checkify_reports_traced_out_of_bounds(shape, bad, opset, errors) -> Non
         err.throw()
 
 
+@pytest.mark.parametrize("bad", [3, -4, 2**31 - 1])
+def test_checkify_reports_a_traced_scalar_index(bad) -> None:
+    checked = checkify.checkify(jax.jit(_gx(1)), errors=checkify.index_checks)
+    data = jnp.zeros((2, 3), FLOAT)
+    err, _ = checked(data, jnp.asarray(bad, jnp.int32))
+    assert err.get() is not None
+    assert f"index {bad} is out of bounds for axis 1 with size 3" in err.get()
+    err, out = checked(data + 1, jnp.asarray(-3, jnp.int32))
+    assert err.get() is None
+    assert_same(out, np.ones(2, FLOAT))
+
+
 def test_checkify_passes_in_bounds_indices() -> None:
     checked = checkify.checkify(jax.jit(_gx(0)), errors=checkify.index_checks)
     data = _rand((4, 3))
@@ -241,6 +253,42 @@ def test_jit_traced_out_of_bounds_fills_never_wraps(dtype) -> None:
         assert (bad == np.iinfo(dtype).max).all()
     else:
         assert bad.all()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "uint8", "bool", "complex64"])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_jit_traced_scalar_index_slices_or_fills(dtype, axis) -> None:
+    """A scalar index takes one slice; a bad traced one reads the same fill as a gather."""
+    data = np.arange(24).reshape(4, 3, 2).astype(dtype)
+    size = data.shape[axis]
+    f = jax.jit(_gx(axis))
+    for good in (0, size - 1, -1, -size):
+        got = to_numpy(f(jnp.asarray(data), jnp.asarray(good, jnp.int32)))
+        assert got.dtype == data.dtype
+        np.testing.assert_array_equal(got, np.take(data, good, axis=axis))
+    for bad in (size, -size - 1, 2**31 - 1, -(2**31)):
+        got = to_numpy(f(jnp.asarray(data), jnp.asarray(bad, jnp.int32)))
+        # oracle: jnp.take in fill mode, whose own wrap leaves these indices out of range
+        want = to_numpy(jnp.take(jnp.asarray(data), bad, axis=axis, mode="fill"))
+        np.testing.assert_array_equal(got, want)
+        assert got.shape == want.shape
+
+
+def test_jit_traced_scalar_index_gradients_and_vmap() -> None:
+    data = _rand((4, 3))
+    loss = lambda d, i: jnp.nansum(gatherx.gather(d, i, axis=1) * 2)  # noqa: E731
+    grad = jax.jit(jax.grad(loss))
+    for index, column in ((2, 2), (-1, 2), (3, None), (-4, None)):
+        got = grad(jnp.asarray(data), jnp.asarray(index, jnp.int32))
+        expected = np.zeros((4, 3), data.dtype)
+        if column is not None:
+            expected[:, column] = 2
+        assert_same(got, expected)
+    # vmap over scalar indices, a bad one among them: the batch is gathered, the bad one filled
+    many = jnp.asarray([0, -1, 3, 1], jnp.int32)
+    got = to_numpy(jax.jit(jax.vmap(lambda i: gatherx.gather(jnp.asarray(data), i, axis=1)))(many))
+    np.testing.assert_array_equal(got[[0, 1, 3]], data[:, [0, -1, 1]].T)
+    assert np.isnan(got[2]).all()
 
 
 def test_jit_traced_out_of_bounds_gets_no_gradient() -> None:

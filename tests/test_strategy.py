@@ -296,3 +296,5 @@ def test_jax_layouts_and_modes(layout, shape, indices, axis):
 def test_jax_modes():
     assert st.jax_gather_mode(indices_checked=True) == "promise_in_bounds"
     assert st.jax_gather_mode(indices_checked=False) == "fill_or_drop"
+    assert st.jax_index_plan(0) == "slice"
+    assert st.jax_index_plan(1) == st.jax_index_plan(3) == "gather"
