@@ -345,7 +345,7 @@ import gatherx
 
 first = sys.argv[1]
 d = jnp.asarray(np.arange(12.0).reshape(4, 3))
-i = jnp.asarray([3, -1, 0, 2])
+i = jnp.asarray(-1 if first == "jit_scalar" else [3, -1, 0, 2])  # a scalar: one slice
 
 def f(d, i):
     return gatherx.gather(d, i)
@@ -360,7 +360,7 @@ def oob():
         return str(e)
     return None
 
-if first == "jit":
+if first in ("jit", "jit_scalar"):
     out = jax.jit(f)(d, i)
 elif first == "vmap":
     out = jax.vmap(f, in_axes=(None, 0))(d, i[:, None])[:, 0]
@@ -381,12 +381,12 @@ print(json.dumps({
 """
 
 
-@pytest.mark.parametrize("first", ["jit", "vmap", "grad"])
+@pytest.mark.parametrize("first", ["jit", "jit_scalar", "vmap", "grad"])
 def test_first_call_in_a_fresh_process(first) -> None:
     proc = run_python(textwrap.dedent(_FRESH), first)
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     data = np.arange(12.0).reshape(4, 3)
-    idx = np.array([3, -1, 0, 2])
+    idx = np.array(-1 if first == "jit_scalar" else [3, -1, 0, 2])
     if first == "grad":
         expected = _add_oracle((4, 3), idx, 2 * np.take(data, idx, axis=0), 0, -4)
     else:
