@@ -68,7 +68,9 @@ def lint(session: nox.Session) -> None:
     install(session, "ruff", "mypy", "numpy", "array-api-compat", "torch", "jax")
     session.run("ruff", "check", ".")
     # Markdown pages hold doctest sessions, whose layout is the output they show: Python only.
-    session.run("ruff", "format", "--check", "gatherx", "tests", "benchmarks", "noxfile.py")
+    session.run(
+        "ruff", "format", "--check", "gatherx", "tests", "benchmarks", "tools", "noxfile.py"
+    )
     session.run("mypy", "gatherx")
 
 
@@ -82,6 +84,33 @@ def distributed(session: nox.Session) -> None:
            "--doctest-glob=*.md", "-o", "doctest_optionflags=NORMALIZE_WHITESPACE ELLIPSIS",
            "-p", "no:cacheprovider", require="dask,jax,torch,onnx,onnxruntime,onnxscript",
            XLA_FLAGS="--xla_force_host_platform_device_count=4")  # fmt: skip
+
+
+@nox.session(python=PYTHON)
+def release(session: nox.Session) -> None:
+    """The sdist and wheel built with warnings as errors; the wheel installed alone into a fresh
+    venv, away from the source tree, runs `gatherx check` and the README's examples there."""
+    install(session, "build")
+    tmp = Path(session.create_tmp()).resolve()
+    dist = tmp / "dist"
+    shutil.rmtree(dist, ignore_errors=True)
+    # PYTHONWARNINGS reaches the isolated build environment: a deprecated setting fails here.
+    session.run("python", "-m", "build", "--outdir", str(dist), str(ROOT),
+                env={"PYTHONWARNINGS": "error"})  # fmt: skip
+    session.run("python", str(ROOT / "tools" / "check_release.py"), "contents", str(dist))
+    venv = tmp / "wheel-venv"
+    shutil.rmtree(venv, ignore_errors=True)
+    session.run("python", "-m", "venv", str(venv))
+    python = str(venv / "bin" / "python")
+    (wheel,) = dist.glob("gatherx-*.whl")
+    # torch and jax for the README's examples; the pins as everywhere else.
+    session.run(python, "-m", "pip", "install", "-q", "-c", CONSTRAINTS,
+                f"gatherx[check] @ {wheel.as_uri()}", "torch", "jax",
+                external=True, env={"PIP_CONSTRAINT": CONSTRAINTS})  # fmt: skip
+    with session.chdir(tmp):
+        session.run(python, str(ROOT / "tools" / "check_release.py"), "installed",
+                    str(venv), str(ROOT / "README.md"), external=True,
+                    env={"JAX_ENABLE_X64": "0"})  # fmt: skip
 
 
 #: What the notebooks need beyond gatherx, as `.[notebooks]` installs it (JupyterLab aside).
@@ -137,4 +166,4 @@ def notebooks(session: nox.Session) -> None:
     session.run("python", "notebooks/execute.py", env={"JAX_ENABLE_X64": "0"})
 
 
-nox.options.sessions = ["tests", "parity", "lint", "distributed", "docs", "notebooks"]
+nox.options.sessions = ["tests", "parity", "lint", "distributed", "docs", "notebooks", "release"]
