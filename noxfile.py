@@ -113,6 +113,22 @@ def release(session: nox.Session) -> None:
                     env={"JAX_ENABLE_X64": "0"})  # fmt: skip
 
 
+#: The array-API libraries verified beyond array-api-strict (pinned in constraints.txt), each
+#: with the namespace `gatherx check --namespace` takes.
+LIBRARIES = {"cubed": "cubed.array_api", "ndonnx": "ndonnx", "sparse": "sparse"}
+
+
+@nox.session(python=PYTHON)
+def libraries(session: nox.Session) -> None:
+    """cubed, ndonnx and pydata sparse through the array-API backend, then `gatherx check` on
+    each namespace."""
+    install(session, "-e", ".[test]", *LIBRARIES)
+    pytest(session, "tests/test_array_api_libraries.py", "-p", "no:cacheprovider",
+           require="cubed,ndonnx,sparse,onnx,onnxruntime,ml_dtypes")  # fmt: skip
+    for namespace in LIBRARIES.values():
+        session.run("gatherx", "check", "--namespace", namespace)
+
+
 #: What the notebooks need beyond gatherx, as `.[notebooks]` installs it (JupyterLab aside).
 NOTEBOOK_DEPS = ["torch", "jax", "array-api-strict", "matplotlib", "ipykernel", "jupytext"]
 
@@ -166,4 +182,13 @@ def notebooks(session: nox.Session) -> None:
     session.run("python", "notebooks/execute.py", env={"JAX_ENABLE_X64": "0"})
 
 
-nox.options.sessions = ["tests", "parity", "lint", "distributed", "docs", "notebooks", "release"]
+nox.options.sessions = [
+    "tests",
+    "parity",
+    "libraries",
+    "lint",
+    "distributed",
+    "docs",
+    "notebooks",
+    "release",
+]

@@ -3,10 +3,11 @@
 Usage: python benchmarks/memory.py [--cases NAMES] [--backends numpy,torch]
 
 "Extra" is the peak of the bytes allocated during the call, less the result's own bytes: what
-the call needs besides its output. NumPy's allocations are read with ``tracemalloc`` (NumPy
-reports its data buffers to it); PyTorch's CPU allocator keeps no counters, so its
-allocations are read from ``torch.profiler``'s memory events (``profile_memory=True``), their
-running sum in time order giving the peak. JAX's CPU client reports no memory statistics.
+the call needs besides its output (with ``out=`` the result is the caller's: all of the peak).
+NumPy's allocations are read with ``tracemalloc`` (NumPy reports its data buffers to it);
+PyTorch's CPU allocator keeps no counters, so its allocations are read from
+``torch.profiler``'s memory events (``profile_memory=True``), their running sum in time order
+giving the peak. JAX's CPU client reports no memory statistics.
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ def rows_for(case: Case, backends: list[str]) -> list[str]:
 
         add("numpy", "forward", "gatherx", numpy_peak(lambda: gatherx.gather(d, i, axis=c.axis)))
         add("numpy", "forward", "np.take", numpy_peak(lambda: np.take(d, w, axis=c.ax)))
+        buf = np.empty_like(x.out)  # out=: the result is the caller's, all of the peak extra
+        peak, _ = numpy_peak(lambda: gatherx.gather(d, i, axis=c.axis, out=buf))
+        add("numpy", "forward (out=)", "gatherx", (peak, 0))
         grad = numpy_peak(lambda: gatherx.gather_grad(c.data_shape, i, g, axis=c.axis))
         add("numpy", "gather_grad", "gatherx", grad)
         add("numpy", "gather_grad", "np.add.at", numpy_peak(add_at))
@@ -94,6 +98,9 @@ def rows_for(case: Case, backends: list[str]) -> list[str]:
         add("torch", "forward", "gatherx", gx)
         add("torch", "forward", "index_select",
             torch_peak(lambda: torch.index_select(td, c.ax, tw).view(shape)))  # fmt: skip
+        tbuf = torch.empty(shape, dtype=td.dtype)
+        peak, _ = torch_peak(lambda: gatherx.gather(td, ti, axis=c.axis, out=tbuf))
+        add("torch", "forward (out=)", "gatherx", (peak, 0))
         add("torch", "gather_grad", "gatherx",
             torch_peak(lambda: gatherx.gather_grad(c.data_shape, ti, tg, axis=c.axis)))  # fmt: skip
         source = tg.reshape((*c.data_shape[: c.ax], tw.numel(), *c.data_shape[c.ax + 1 :]))

@@ -7,7 +7,7 @@ from typing import Any
 from ._dispatch import backend_of
 
 
-def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13) -> Any:
+def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13, out: Any = None) -> Any:
     """ONNX ``Gather``: take slices of ``data`` along ``axis`` at ``indices``.
 
     Parameters
@@ -23,12 +23,21 @@ def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13) -> Any
         The axis to gather on, in [-r, r-1]. Default 0.
     opset : int, optional
         The ONNX opset of the model: 1-10 select Gather-1, 11-12 Gather-11, 13+ Gather-13.
+    out : array, optional
+        A NumPy array or PyTorch tensor to write the result into, of exactly the result's
+        shape, dtype and device, sharing no memory with ``data`` or ``indices``; it is
+        returned. Reusing one buffer across calls saves allocating (and, on the CPU,
+        page-faulting) a fresh result each time: see the performance page. Nothing is
+        written when any check fails. Refused for JAX, Dask and other array-API arrays
+        (immutable or lazy), for tensors that require grad (outside ``torch.no_grad``) and
+        under ``torch.compile``, ``torch.export``, ``torch.jit.trace`` and ``torch.func``
+        transforms, as PyTorch refuses its own ``out=`` there.
 
     Returns
     -------
     array
         ``data.shape[:axis] + indices.shape + data.shape[axis+1:]``, with the data's dtype,
-        framework and device. Differentiable in PyTorch and JAX.
+        framework and device (``out`` itself if given). Differentiable in PyTorch and JAX.
 
     Raises
     ------
@@ -41,10 +50,12 @@ def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13) -> Any
         reads are filled, never wrapped).
     TypeError
         Indices are not int32/int64, the data dtype is not an ONNX type (bfloat16 needs
-        opset 13), or data and indices come from different frameworks.
+        opset 13), or data and indices come from different frameworks; ``out`` has another
+        dtype or framework than the result, or ``out=`` is refused (see ``out``).
     ValueError
         ``axis`` is out of range, ``data`` has rank 0, ``opset`` < 1, or torch indices are on
-        another device than the data.
+        another device than the data; ``out`` has another shape or device than the result,
+        is read-only or shares memory with ``data`` or ``indices``.
 
     Examples
     --------
@@ -59,8 +70,21 @@ def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13) -> Any
            [4.5, 5.7]])
     >>> gatherx.gather(data, 2)
     array([4.5, 5.7])
+
+    One buffer reused for every batch of a loop:
+
+    >>> table = np.arange(12.0).reshape(6, 2)
+    >>> batch = np.empty((2, 2))
+    >>> for ids in ([0, 5], [-1, 2]):
+    ...     rows = gatherx.gather(table, ids, out=batch)
+    ...     print(rows is batch, batch.sum())
+    True 22.0
+    True 30.0
     """
-    return backend_of(data, indices, "gather", "data").gather(data, indices, axis, opset)
+    if out is None:
+        return backend_of(data, indices, "gather", "data").gather(data, indices, axis, opset)
+    backend = backend_of(data, indices, "gather", "data")
+    return backend.gather_out(data, indices, axis, opset, out)
 
 
 def gather_grad(shape: Any, indices: Any, grad: Any, /, *, axis: int = 0) -> Any:

@@ -73,10 +73,21 @@ def _resolve(x: Any) -> Backend | None:
     from array_api_compat import array_namespace, is_array_api_obj
 
     if is_array_api_obj(x):
+        return _namespace_backend(array_namespace(x))
+    return None
+
+
+_BY_NAMESPACE: dict[int, Backend] = {}
+
+
+def _namespace_backend(xp: Any) -> Backend:
+    """One backend per namespace, shared by all its array types (sparse's COO and GCXS)."""
+    backend = _BY_NAMESPACE.get(id(xp))
+    if backend is None:
         from ._backends.array_api import ArrayApiBackend
 
-        return ArrayApiBackend(array_namespace(x))
-    return None
+        backend = _BY_NAMESPACE[id(xp)] = ArrayApiBackend(xp)
+    return backend
 
 
 _NAMED: dict[str, Backend] = {}

@@ -35,6 +35,8 @@ def opset_too_low(fn: str, opset: int) -> ValueError:
 
 
 def rank_zero(fn: str) -> ValueError:
+    if fn == "gather_grad":  # it takes the data's shape, not the data
+        return ValueError("gather_grad: shape must have rank >= 1 (at least one dimension), got ()")
     return ValueError(f"{fn}: data must have rank >= 1, got a rank-0 (scalar) array")
 
 
@@ -194,3 +196,60 @@ def unknown_chunks(fn: str, what: str) -> ValueError:
 def bounds_policy(where: str, names: tuple[str, ...], value: object) -> ValueError:
     choices = ", ".join(repr(n) for n in names[:-1]) + f" or {names[-1]!r} (by device kind)"
     return ValueError(f"gatherx: {where} must be {choices}, got {value!r}")
+
+
+def out_refused(fn: str, why: str) -> TypeError:
+    """``out=`` where no result can be written into the caller's array; ``why`` says why."""
+    return TypeError(f"{fn}: out= is not supported here: {why}; use the returned array instead")
+
+
+def out_type(fn: str, out: object, want: str) -> TypeError:
+    return TypeError(f"{fn}: out must be a {want} like the data, got {describe(out)}")
+
+
+def out_shape(fn: str, got: tuple[int, ...], want: tuple[int, ...]) -> ValueError:
+    return ValueError(f"{fn}: out has shape {got}, but the result has shape {want}")
+
+
+def out_dtype(fn: str, got: object, want: object) -> TypeError:
+    msg = f"{fn}: out has dtype {got}, but the result has dtype {want} (no casting)"
+    return TypeError(msg)
+
+
+def out_device(fn: str, got: object, want: object) -> ValueError:
+    return ValueError(f"{fn}: out is on device {got}, but the result is on device {want}")
+
+
+def out_read_only(fn: str) -> ValueError:
+    return ValueError(f"{fn}: out is read-only; pass a writeable array")
+
+
+def out_overlap(fn: str, role: str) -> ValueError:
+    msg = (
+        f"{fn}: out shares memory with {role}, which the write would overwrite while it is "
+        "read; pass a separate array"
+    )
+    return ValueError(msg)
+
+
+def out_of_bounds_symbolic(
+    fn: str, value: int, position: Sequence[int], axis: int, opset: int
+) -> IndexError:
+    """A host index that is bad for an axis of any size (its size is symbolic, s)."""
+    from ._rules import NEGATIVE_INDICES_SINCE
+
+    low = "-s" if opset >= NEGATIVE_INDICES_SINCE else "0"
+    note = f" (negative indices need opset >= {NEGATIVE_INDICES_SINCE})" if value < 0 else ""
+    return IndexError(
+        f"{fn}: indices element out of data bounds, idx={value} at position "
+        f"{tuple(position)} of indices must be within the inclusive range [{low},s-1] for "
+        f"axis {axis}, where s = data.shape[{axis}]{note}"
+    )
+
+
+def library_lacks_dtype(fn: str, role: str, library: str, name: str, why: str) -> TypeError:
+    """An ONNX dtype that this array library can describe but not compute with."""
+    return TypeError(
+        f"{fn}: {library} cannot compute with {role} of dtype {name} ({why}); "
+        "cast it to a dtype the library computes with, or gather a NumPy copy"
+    )

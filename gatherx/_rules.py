@@ -189,3 +189,32 @@ def check_host_bounds(
         assert found is not None
         raise _errors.out_of_bounds(fn, *found, size, axis, opset)
     return low
+
+
+def check_out(
+    out_shape: Sequence[int],
+    shape: Sequence[int],
+    out_dtype: object,
+    dtype: object,
+    out_device: object,
+    device: object,
+    fn: str = "gather",
+) -> None:
+    """Refuse an ``out=`` array whose shape, dtype or device differs from the result's."""
+    if tuple(out_shape) != tuple(shape):
+        raise _errors.out_shape(fn, tuple(out_shape), tuple(shape))
+    if out_dtype != dtype:
+        raise _errors.out_dtype(fn, out_dtype, dtype)
+    if out_device != device:
+        raise _errors.out_device(fn, out_device, device)
+
+
+#: Where an array's bytes lie: (address space, first byte, one past the last byte).
+Span = tuple[object, int, int]
+
+
+def overlapping(a: Span | None, b: Span | None) -> bool:
+    """Whether two arrays' byte ranges intersect (None: no bytes); interleaved views count."""
+    if a is None or b is None:
+        return False
+    return a[0] == b[0] and a[1] < b[2] and b[1] < a[2]

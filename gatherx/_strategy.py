@@ -101,7 +101,8 @@ def numpy_grad_plan(
 
 # --------------------------------------------------------------------------- PyTorch
 # Forward: index_select on a view where ATen takes a fast loop (its row copy on dim 0, its
-# contiguous loop on dim 1); on dim >= 2 it copies one strided slice per index.
+# contiguous loop on dim 1); on dim >= 2 it copies one strided slice per index. A scalar
+# index read on the host takes one slice, copied by one ATen call, and torch's own backward.
 # Backward: zeros().index_add_() on the data's own shape with an int64 index, which keeps
 # ATen's parallel innermost-dim scatter.
 
@@ -167,12 +168,6 @@ def torch_rows_plan(n_out: int, index_ndim: int) -> str:
     return "advanced_indexing" if index_ndim and 0 < n_out <= limit else "index_select"
 
 
-#: Eager CPU gathers on axis 0 with rows of at most this many bytes and at least
-#: ``TORCH_REFUSE_INDICES`` indices try the index as given first (docs/performance.md).
-TORCH_SHORT_ROW_BYTES = 256
-TORCH_REFUSE_INDICES = 1 << 15
-
-
 def torch_axis0_plan(
     size: int,
     row_elems: int,
@@ -182,23 +177,19 @@ def torch_axis0_plan(
     index_itemsize: int,
     *,
     grad: bool,
-    negative_first: Callable[[], bool],
 ) -> tuple[str, ...]:
     """The attempts of an eager CPU gather on axis 0 (opset >= 11), in order, for data of
     ``size`` rows of ``row_elems`` elements and a non-empty index of ``n_index`` elements.
 
     Each attempt lets ATen refuse what it cannot take, at no cost of its own, so the index is
     not read before the copy; after a refusal by the last attempt, or where there is none,
-    it is read, checked and wrapped. ``grad``: the data requires grad (a small call then reads
-    the index first: the backward needs it non-negative); ``negative_first()``: whether the
-    first index is negative (asked only where it decides). A scalar index has no attempt: it
-    takes one slice (``select``).
+    it is read, checked and wrapped. Every attempt takes each valid index, so a refusal means
+    a bad index: none can fail on valid input after a pass over the index. ``grad``: the
+    data requires grad (a small call then reads the index first: the backward needs it
+    non-negative). A scalar index has no attempt: see :func:`torch_scalar_plan`.
 
     - ``indexing``: ``data[index]`` (see :func:`torch_rows_plan`), which refuses exactly what
       lies outside [-s, s-1]; small outputs without autograd.
-    - ``as_given``: ``index_select`` on the index as it is, which refuses anything outside
-      [0, s-1]: first on many indices on short rows, where a wrap costs a notable share of
-      the copy (16% of it on 32-byte rows), unless the first index is negative.
     - ``doubled``: ``index_select`` on the data's rows twice over at the index plus s, which
       refuses exactly what lies outside [-s, s-1]: one pass over the index where a wrap
       takes three, for data of at most half the index's bytes (its copy is then cheap); the
@@ -206,21 +197,53 @@ def torch_axis0_plan(
     - ``wrapped``: ``index_select`` after a branch-free wrap that moves [-s, -1] up by s and
       leaves every bad index outside [0, s-1]; cheaper than reading the index's extremes
       first (docs/performance.md).
+
+    (``index_select`` on the index as given, which refuses any negative one, is no attempt:
+    on an index whose first negative comes late it fails after a pass over the index.)
     """
     if not index_ndim:
         return ()
     if torch_rows_plan(n_index * row_elems, index_ndim) == "advanced_indexing":
         return () if grad else ("indexing",)
-    row_bytes = row_elems * itemsize
     doubled = (
-        2 * size * row_bytes <= n_index * index_itemsize
+        2 * size * row_elems * itemsize <= n_index * index_itemsize
         and 2 * size < 1 << (8 * index_itemsize - 1)  # the index plus s stays in its dtype
     )
-    wrapped = "doubled" if doubled else "wrapped"
-    short = row_bytes <= TORCH_SHORT_ROW_BYTES and n_index >= TORCH_REFUSE_INDICES
-    if short and not negative_first():
-        return ("as_given", wrapped)
-    return (wrapped,)
+    return ("doubled",) if doubled else ("wrapped",)
+
+
+#: A scalar index on contiguous data takes ``narrow`` where the slice is at least
+#: ``TORCH_NARROW_RUNS`` runs of at most ``TORCH_NARROW_RUN_BYTES`` contiguous bytes each, at
+#: least ``TORCH_NARROW_STRIDE_BYTES`` apart (a column of a wide matrix; docs/performance.md).
+TORCH_NARROW_RUNS = 1024
+TORCH_NARROW_RUN_BYTES = 64
+TORCH_NARROW_STRIDE_BYTES = 4096
+
+
+def torch_scalar_plan(
+    shape: tuple[int, ...], axis: int, itemsize: int, contiguous: Callable[[], bool]
+) -> str:
+    """How an eager gather at one checked, non-negative index on ``axis`` copies its slice of
+    data of ``shape``, viewed as ``(pre, size, post)``: one ATen call that slices and copies
+    (never a view of the data). ``contiguous()``: whether the data is C-contiguous (asked
+    only where it decides).
+
+    - ``select``: ``torch.select_copy``, a strided copy of the slice (TensorIterator's).
+    - ``narrow``: ``torch.narrow_copy`` of the one-wide slice, then its axis squeezed out: a
+      copy loop per run of ``post`` elements, 1.2-1.3x faster than ``select`` on a column of
+      a wide matrix (each run in a page of its own), 2x slower on runs close together.
+    """
+    if not axis:
+        return "select"
+    run = math.prod(shape[axis + 1 :]) * itemsize
+    if (
+        run <= TORCH_NARROW_RUN_BYTES
+        and shape[axis] * run >= TORCH_NARROW_STRIDE_BYTES
+        and math.prod(shape[:axis]) >= TORCH_NARROW_RUNS
+        and contiguous()
+    ):
+        return "narrow"
+    return "select"
 
 
 def torch_backward_plan(index_dtype: str, device_type: str) -> str:

@@ -1,4 +1,5 @@
-"""The ``gatherx`` command: ``check`` (ONNX cases on every backend), ``explain``, ``bench``."""
+"""The ``gatherx`` command: ``check`` (ONNX cases on every backend, or the conformance suite on
+a namespace or any Gather), ``explain``, ``bench``."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ import re
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
 from ._rules import index_range, normalize_axis, output_shape
+
+if TYPE_CHECKING:
+    from ._check import Report
 
 #: Backends `check` knows, in display order: name -> module that must be importable.
 BACKENDS = {
@@ -80,22 +84,11 @@ def converter(backend: str) -> Callable[[np.ndarray], Any]:
     raise ValueError(msg)
 
 
-def _host(x: Any) -> np.ndarray:
-    if hasattr(x, "compute"):
-        x = x.compute()
-    if type(x).__module__.startswith("torch"):
-        return x.numpy()
-    if type(x).__module__.startswith("array_api_strict"):
-        import array_api_strict as xps
-
-        return np.asarray(xps.asarray(x, copy=True)._array)
-    return np.asarray(x)
-
-
 def run_check(backends: Sequence[str], out: Any = sys.stdout) -> int:
     """Run every reference case on each backend; print a table; 0 only if all pass."""
     from . import gather
     from ._cases import onnx_cases, spec_examples
+    from ._conformance import to_numpy
 
     cases = [*onnx_cases(), *spec_examples()]
     rows, failures = [], []
@@ -105,7 +98,7 @@ def run_check(backends: Sequence[str], out: Any = sys.stdout) -> int:
         for case in cases:
             got: Any
             try:
-                got = _host(gather(to_backend(case.data), to_backend(case.indices),
+                got = to_numpy(gather(to_backend(case.data), to_backend(case.indices),
                                    axis=case.axis, opset=case.opset))  # fmt: skip
                 ok = got.dtype == case.expected.dtype and np.array_equal(got, case.expected)
             except Exception as exc:  # a check reports every failure instead of stopping
@@ -126,6 +119,53 @@ def run_check(backends: Sequence[str], out: Any = sys.stdout) -> int:
     for line in failures:
         print(f"FAIL {line}", file=out)
     return 0 if not failures else 1
+
+
+def print_report(report: Report, out: Any = None) -> int:
+    """The table of a conformance run (one row per case group); 1 if any check failed."""
+    out = sys.stdout if out is None else out
+    n_cases = len({r.case.name for r in report.results})
+    checks = ", ".join(report.checks)
+    print(f"gatherx check --{report.target} ({report.version}): {n_cases} cases, "
+          f"{len(report.checks)} check(s) each ({checks}), against NumPy", file=out)  # fmt: skip
+    header = ("group", "passed", "failed", "skipped", "first failure (a reproducer)")
+    rows = [(g, str(p), str(f), str(k), first) for g, p, f, k, first in report.rows()]
+    totals = [sum(int(row[i]) for row in rows) for i in (1, 2, 3)]
+    rows.append(("total", str(totals[0]), str(totals[1]), str(totals[2]), ""))
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+    for row in [header, tuple("-" * len(cell) for cell in header), *rows]:
+        cells = [cell.ljust(w) for cell, w in zip(row[:4], widths, strict=True)]
+        print("  ".join([*cells, row[4]]).rstrip(), file=out)
+    for note in report.notes:
+        print(f"note: {note}", file=out)
+    verdict = "FAILED" if report.failed else "passed"
+    print(f"{verdict}: {totals[0]} passed, {totals[1]} failed, {totals[2]} skipped", file=out)
+    return 1 if report.failed else 0
+
+
+def run_conformance(args: argparse.Namespace, out: Any = None) -> int:
+    """``check --namespace`` or ``check --impl``: the suite, its table and ``--json``."""
+    import contextlib
+    import json
+
+    from ._check import run_impl, run_namespace
+
+    with contextlib.ExitStack() as stack:
+        target = None
+        if args.json:
+            try:  # a path that cannot be written fails before the run, not after it
+                target = stack.enter_context(open(args.json, "w", encoding="utf-8"))
+            except OSError as exc:
+                msg = f"--json {args.json}: cannot write it ({exc.strerror})"
+                raise ValueError(msg) from None
+        if args.namespace is not None:
+            report = run_namespace(args.namespace)
+        else:
+            report = run_impl(args.impl)
+        code = print_report(report, out)
+        if target is not None:
+            json.dump(report.as_json(), target, indent=1, default=str)
+    return code
 
 
 def _shape(text: str) -> tuple[int, ...]:
@@ -174,10 +214,26 @@ def explain(data_shape: tuple[int, ...], indices_shape: tuple[int, ...], axis: i
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gatherx", description=plain(__doc__ or ""))
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    check = sub.add_parser("check", help="run the ONNX Gather cases on every installed backend",
+    check = sub.add_parser("check", help="run the ONNX Gather cases on every installed backend, "
+                           "or the conformance suite on a namespace or a Gather function",
                            description="Run the official ONNX Gather cases and the spec's "
-                           "examples on each backend and print a table.")  # fmt: skip
-    check.add_argument("--backends", help="comma-separated subset of: " + ", ".join(BACKENDS))
+                           "examples on each backend and print a table. With --namespace or "
+                           "--impl, run the conformance suite (ONNX cases, spec examples and a "
+                           "generated grid of ranks, axes, index kinds and dtypes) instead: "
+                           "one table of case groups, exit code 1 on any failure.")  # fmt: skip
+    target = check.add_mutually_exclusive_group()
+    target.add_argument("--backends", help="comma-separated subset of: " + ", ".join(BACKENDS))
+    target.add_argument("--namespace", metavar="MODULE",
+                        help="run the conformance suite through gatherx on this array "
+                        "namespace (numpy, array_api_strict, cubed.array_api, ndonnx, "
+                        "sparse, ...)")  # fmt: skip
+    target.add_argument("--impl", metavar="SPEC",
+                        help="run the conformance suite on a Gather function "
+                        "fn(data, indices, axis) given as package.module:function, or on "
+                        "onnxruntime or onnx.reference")  # fmt: skip
+    check.add_argument("--json", metavar="PATH",
+                       help="with --namespace or --impl: write every check's result "
+                       "to this file")  # fmt: skip
     ex = sub.add_parser("explain", help="output shape and index equation for given shapes",
                         description="Print the output shape, the index equation of the "
                         "specification and the valid index range for these shapes.")  # fmt: skip
@@ -214,6 +270,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "check":
+            if args.namespace is not None or args.impl is not None:
+                return run_conformance(args)
+            if args.json:
+                parser.error("check --json needs --namespace or --impl")
             return run_check(_backend_names(parser, args.backends))
         if args.command == "explain":
             print(explain(args.data_shape, args.indices_shape, args.axis))

@@ -30,8 +30,10 @@ class Gather(torch.nn.Module):
         The ONNX opset whose Gather to follow (negative indices need >= 11). Default 13.
     indices : tensor, int or nested list of ints, optional
         Fixed indices, kept as a buffer (so they follow ``.to(device)`` and ``state_dict``);
-        ``forward`` then takes ``data`` alone, which fits ``nn.Sequential``. Default: none,
-        and ``forward`` takes ``(data, indices)``.
+        ``forward`` then takes ``data`` alone, which fits ``nn.Sequential``. Ints and lists
+        are placed on PyTorch's default device (``torch.set_default_device``, a
+        ``torch.device`` context), a tensor stays where it is. Default: none, and
+        ``forward`` takes ``(data, indices)``.
 
     Raises
     ------
@@ -69,11 +71,25 @@ class Gather(torch.nn.Module):
         self.axis = operator.index(axis)
         self.opset = check_opset(opset, "Gather")
         fixed = indices
+        self._host: np.ndarray | None = None
         if indices is not None and not isinstance(indices, torch.Tensor):
             # gather's own parsing: ints only, [] is an empty int64 list, not float
-            host = host_indices(indices, "Gather")
-            fixed = torch.from_numpy(np.array(host, dtype=host.dtype))
+            self._host = np.array(host_indices(indices, "Gather"))
+            # on PyTorch's default device, as the parameters and buffers of torch's modules
+            # (a torch.device context, torch.set_default_device)
+            fixed = torch.tensor(self._host)  # a copy: the buffer may be written in place
         self.register_buffer("indices", fixed)
+
+    def reset_parameters(self) -> None:
+        """Write the fixed indices given as ints back into their buffer, where it lies.
+
+        A model built on the ``meta`` device keeps no values; after ``to_empty`` this
+        restores them, as ``reset_parameters`` re-initialises torch's own modules. Indices
+        given as a tensor, or none, are left as they are.
+        """
+        if self._host is not None and self.indices is not None:
+            with torch.no_grad():
+                self.indices.copy_(torch.from_numpy(self._host))
 
     def forward(self, data: torch.Tensor, indices: Any = None) -> torch.Tensor:
         """Gather ``data`` at ``indices`` (or at the fixed indices) along ``self.axis``."""

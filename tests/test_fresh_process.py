@@ -164,3 +164,133 @@ def test_torch_first_call_traced():
     out = _run("torch", "trace", ["good", "good"])
     for got in out:
         np.testing.assert_array_equal(np.asarray(got), _expected("trace"))
+
+
+# The first call of a process passes out=: it writes the result, and a bad first call reads
+# (and leaves out) as a later one does.
+OUT_SCRIPT = r"""
+import json, sys, warnings
+warnings.simplefilter("ignore")
+framework, order = sys.argv[1], sys.argv[2].split(",")
+import numpy as np
+DATA = np.arange(12.0).reshape(4, 3)
+IDS = {"good": np.array([[3, -1], [0, 2]]), "bad": np.array([[0, 9], [1, 1]])}
+import gatherx
+if framework == "torch":
+    import torch
+    data, out = torch.from_numpy(DATA), torch.full((2, 2, 3), -7.0, dtype=torch.float64)
+    ids = {k: torch.from_numpy(v) for k, v in IDS.items()}
+    host = lambda t: t.numpy()
+else:
+    data, out, ids, host = DATA, np.full((2, 2, 3), -7.0), IDS, np.asarray
+result = []
+for step in order:
+    out[...] = -7.0
+    try:
+        got = gatherx.gather(data, ids[step], out=out)
+        result.append(["ok", got is out, host(out).tolist()])
+    except Exception as exc:
+        result.append([f"{type(exc).__name__}: {exc}", None, host(out).tolist()])
+print(json.dumps(result))
+"""
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+@pytest.mark.parametrize("first", ["good", "bad"])
+def test_first_call_with_out(framework, first):
+    if framework == "torch":
+        need("torch")
+    order = [first, "bad" if first == "good" else "good", first]
+    done = run_python(OUT_SCRIPT, framework, ",".join(order), PYTHONWARNINGS="ignore")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    errors = set()
+    for step, (status, same, values) in zip(order, result, strict=True):
+        if step == "good":
+            assert (status, same) == ("ok", True)
+            np.testing.assert_array_equal(values, DATA[IDS])
+        else:
+            assert status.startswith(
+                "IndexError: gather: indices element out of data bounds, idx=9"
+            )
+            np.testing.assert_array_equal(values, np.full((2, 2, 3), -7.0))  # untouched
+            errors.add(status)
+    assert len(errors) == 1, errors
+
+
+# A scalar index, and gather_grad under torch.func with batched indices and one gradient:
+# each mode's first call in a fresh process, then good and bad calls in alternation.
+SCALAR_SCRIPT = r"""
+import json, sys, warnings
+warnings.simplefilter("ignore")
+mode, order = sys.argv[1], sys.argv[2].split(",")
+import torch
+import gatherx
+data = torch.arange(12.0).reshape(4, 3)
+compiled = {}
+def run(good):
+    if mode in ("vmap_grad", "jacrev_grad"):
+        idx = torch.tensor([[0], [-1]] if good else [[0], [5]])
+        if mode == "vmap_grad":
+            f = lambda i: gatherx.gather_grad((5,), i, torch.ones(1))
+        else:
+            f = lambda i: torch.func.jacrev(
+                lambda g: gatherx.gather_grad((5,), i, g))(torch.ones(1))[..., 0]
+        return torch.func.vmap(f)(idx)
+    value = -1 if good else 3
+    if mode == "python":
+        return gatherx.gather(data, value, axis=1)
+    index = torch.tensor(value)
+    if mode == "eager":
+        return gatherx.gather(data, index, axis=1)
+    if mode == "grad":
+        leaf = data.clone().requires_grad_()
+        gatherx.gather(leaf, index, axis=1).sum().backward()
+        return leaf.grad
+    if mode == "compile":
+        f = compiled.setdefault(mode, torch.compile(
+            lambda d, i: gatherx.gather(d, i, axis=1), fullgraph=True))
+        return f(data, index)
+    if mode == "vmap":
+        return torch.func.vmap(lambda i: gatherx.gather(data, i, axis=1))(index[None])[0]
+    raise AssertionError(mode)
+out = []
+for step in order:
+    try:
+        out.append(run(step == "good").detach().numpy().tolist())
+    except Exception as exc:
+        out.append(f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+print(json.dumps(out))
+"""
+
+SCALAR_OOB = (
+    "IndexError: gather: indices element out of data bounds, idx=3 at position () of indices "
+    "must be within the inclusive range [-3,2] for axis 1 of size 3"
+)
+GRAD_WANT = np.zeros((4, 3))
+GRAD_WANT[:, -1] = 1.0
+SCALAR_MODES = {
+    "eager": (DATA[:, -1], SCALAR_OOB),
+    "python": (DATA[:, -1], SCALAR_OOB),
+    "grad": (GRAD_WANT, SCALAR_OOB),
+    "compile": (DATA[:, -1], GRAPH_OOB),
+    "vmap": (DATA[:, -1], "IndexError: gather: indices element out of data bounds, idx=3 must"),
+    "vmap_grad": (np.eye(5)[[0, 4]], "IndexError: gather_grad: indices element out of data"),
+    "jacrev_grad": (np.eye(5)[[0, 4]], "IndexError: gather_grad: indices element out of data"),
+}
+
+
+@pytest.mark.parametrize("first", ["good", "bad"])
+@pytest.mark.parametrize("mode", list(SCALAR_MODES))
+def test_torch_scalar_and_vmapped_gather_grad_first_call(mode, first):
+    need("torch")
+    order = [first, "bad" if first == "good" else "good"] * 2
+    done = run_python(SCALAR_SCRIPT, mode, ",".join(order), PYTHONWARNINGS="ignore")
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    want, bad_text = SCALAR_MODES[mode]
+    goods = [o for o, s in zip(out, order, strict=True) if s == "good"]
+    bads = [o for o, s in zip(out, order, strict=True) if s == "bad"]
+    for got in goods:
+        np.testing.assert_array_equal(np.asarray(got), want)
+    assert all(isinstance(b, str) for b in bads), bads
+    assert len(set(bads)) == 1, bads  # the first error reads as every later one
+    assert bad_text in bads[0], bads[0]

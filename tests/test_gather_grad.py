@@ -199,3 +199,47 @@ def test_jax_gather_grad_is_differentiable() -> None:
     got = batched(jnp.asarray(rows), jnp.asarray(grads))
     expected = np.stack([_oracle(shape, r, g, axis) for r, g in zip(rows, grads, strict=True)])
     assert_same(got, expected, exact=False, **tol)
+
+
+def test_gather_grad_of_a_rank_zero_shape_names_shape() -> None:
+    with pytest.raises(ValueError, match=r"^gather_grad: shape must have rank >= 1") as info:
+        gatherx.gather_grad((), [0], np.ones(1))
+    assert "data" not in str(info.value)
+
+
+# vmap batches the indices and not the gradient: one gradient, scattered at each index row.
+VMAP_INDICES = [[0], [-1]]
+VMAP_WANT = [[1.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 1.0]]
+
+
+def test_torch_vmap_over_indices_with_an_unbatched_gradient() -> None:
+    torch = need("torch")
+    idx = torch.tensor(VMAP_INDICES)
+    got = torch.func.vmap(lambda i: gatherx.gather_grad((5,), i, torch.ones(1)))(idx)
+    np.testing.assert_array_equal(got.numpy(), VMAP_WANT)
+    # rows of a 2-D gradient, the index batched on its second dimension, int32
+    grad = torch.arange(6.0).reshape(3, 2)
+    idx2 = torch.tensor([[0, -1], [2, 2]], dtype=torch.int32)
+    got = torch.func.vmap(lambda i: gatherx.gather_grad((3, 4), i, grad, axis=1), in_dims=1)(idx2)
+    want = np.stack([_oracle((3, 4), idx2[:, k].numpy(), grad.numpy(), 1) for k in range(2)])
+    np.testing.assert_array_equal(got.numpy(), want)
+    with pytest.raises(IndexError, match="idx=5"):
+        torch.func.vmap(lambda i: gatherx.gather_grad((5,), i, torch.ones(1)))(
+            torch.tensor([[0], [5]])
+        )
+
+
+def test_torch_jacrev_of_gather_grad_under_vmap_over_indices() -> None:
+    torch = need("torch")
+    idx = torch.tensor(VMAP_INDICES)
+
+    def jacobian(i):  # d gather_grad / d grad: one-hot columns, whatever the gradient
+        return torch.func.jacrev(lambda g: gatherx.gather_grad((5,), i, g))(torch.ones(1))
+
+    got = torch.func.vmap(jacobian)(idx)
+    np.testing.assert_array_equal(got.numpy(), np.asarray(VMAP_WANT)[:, :, None])
+    # jacrev alone vmaps the backward (a gather) over an unbatched index
+    single = torch.func.jacrev(lambda g: gatherx.gather_grad((5,), torch.tensor([-1, 0]), g))
+    want = np.zeros((5, 2))
+    want[4, 0] = want[0, 1] = 1.0
+    np.testing.assert_array_equal(single(torch.ones(2)).numpy(), want)

@@ -230,34 +230,49 @@ def test_every_axis0_attempt_refuses_every_bad_index(
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "negative_first", "want"),
+    ("kwargs", "want"),
     [
-        (dict(size=10, row_elems=4, n_index=100, index_ndim=1), False, ("indexing",)),
-        (dict(size=10, row_elems=4, n_index=100, index_ndim=1, grad=True), False, ()),
-        (dict(size=10, row_elems=4, n_index=5, index_ndim=0), False, ()),
-        (dict(size=1000, row_elems=8, n_index=200_000, index_ndim=1), False,
-         ("as_given", "doubled")),
-        (dict(size=1000, row_elems=8, n_index=200_000, index_ndim=1), True, ("doubled",)),
-        (dict(size=1000, row_elems=8, n_index=200_000, index_ndim=1, grad=True), False,
-         ("as_given", "doubled")),
-        (dict(size=100_000, row_elems=8, n_index=40_000, index_ndim=1, grad=True), True,
-         ("wrapped",)),
-        (dict(size=50_000, row_elems=256, n_index=8192, index_ndim=2), False, ("wrapped",)),
-        (dict(size=2**31, row_elems=1, n_index=2**34, index_ndim=1, index_itemsize=4), True,
+        (dict(size=10, row_elems=4, n_index=100, index_ndim=1), ("indexing",)),
+        (dict(size=10, row_elems=4, n_index=100, index_ndim=1, grad=True), ()),
+        (dict(size=10, row_elems=4, n_index=5, index_ndim=0), ()),
+        (dict(size=1000, row_elems=8, n_index=200_000, index_ndim=1), ("doubled",)),
+        (dict(size=1000, row_elems=8, n_index=200_000, index_ndim=1, grad=True), ("doubled",)),
+        (dict(size=100_000, row_elems=8, n_index=40_000, index_ndim=1, grad=True), ("wrapped",)),
+        (dict(size=50_000, row_elems=256, n_index=8192, index_ndim=2), ("wrapped",)),
+        (dict(size=2**31, row_elems=1, n_index=2**34, index_ndim=1, index_itemsize=4),
          ("wrapped",)),
     ],
 )  # fmt: skip
-def test_axis0_plan_branches(kwargs, negative_first, want):
+def test_axis0_plan_branches(kwargs, want):
     kwargs = {"itemsize": 4, "index_itemsize": 8, "grad": False, **kwargs}
-    asked = []
+    assert _strategy.torch_axis0_plan(**kwargs) == want
 
-    def first() -> bool:
-        asked.append(True)
-        return negative_first
 
-    assert _strategy.torch_axis0_plan(**kwargs, negative_first=first) == want
-    short = kwargs["row_elems"] * kwargs["itemsize"] <= _strategy.TORCH_SHORT_ROW_BYTES
-    assert bool(asked) == (short and want[-1:] in (("doubled",), ("wrapped",)))
+@pytest.mark.parametrize("first", ["non-negative", "negative"])
+@pytest.mark.parametrize("grad", [False, True])
+def test_short_rows_take_no_attempt_that_valid_indices_fail(monkeypatch, first, grad):
+    # Many short rows, both signs: whatever the first index's sign, one attempt takes them
+    # all (no index_select on the index as given, which would refuse a later negative after
+    # a pass over the index), and the index is never read for a check.
+    monkeypatch.setattr(TorchBackend, "_eager_bounded", _general_path_only)
+    calls = []
+    select = torch.index_select
+
+    def counted(*args, **kwargs):
+        calls.append(args[2])
+        return select(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "index_select", counted)
+    rng = np.random.default_rng(3)
+    host = rng.standard_normal((1000, 8)).astype(np.float32)
+    index = rng.integers(-1000, 1000, 200_000)
+    index[0] = 5 if first == "non-negative" else -5
+    index[-1] = -1
+    data = torch.from_numpy(host).requires_grad_(grad)
+    out = gatherx.gather(data, torch.from_numpy(index))
+    assert len(calls) == 1
+    assert int(calls[0].min()) >= 0  # what ATen got takes every valid index
+    np.testing.assert_array_equal(out.detach().numpy(), np.take(host, index, axis=0))
 
 
 # --------------------------------------------------------------------------- gatherx's results

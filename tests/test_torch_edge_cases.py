@@ -102,3 +102,45 @@ def test_a_traced_graph_does_not_depend_on_the_traced_values():
 def test_torch_jit_script_is_refused_with_a_reason():
     with pytest.raises(TypeError, match=r"torch\.jit\.script cannot compile gatherx"):
         torch.jit.script(Gather(axis=1))
+
+
+def test_fixed_indices_follow_a_torch_device_context():
+    with torch.device("meta"):
+        layer = Gather(axis=1, indices=[2, -1])
+        linear = torch.nn.Linear(3, 3)
+        emb = torch.nn.Embedding(4, 3)
+    assert layer.indices.device == linear.weight.device == emb.weight.device
+    assert layer.indices.device.type == "meta"
+    out = layer(torch.empty(4, 3, device="meta"))  # no device mismatch on the first forward
+    assert out.device.type == "meta"
+    assert out.shape == (4, 2)
+    # materialised the way meta-initialised models are: to_empty, then reset_parameters
+    layer.to_empty(device="cpu")
+    layer.reset_parameters()
+    np.testing.assert_array_equal(layer.indices.numpy(), [2, -1])
+    data = torch.arange(12.0).reshape(4, 3)
+    np.testing.assert_array_equal(layer(data).numpy(), data.numpy()[:, [2, -1]])
+
+
+def test_fixed_indices_follow_the_default_device():
+    before = torch.get_default_device()
+    torch.set_default_device("meta")
+    try:
+        layer = Gather(indices=[[0, 1]])
+        assert layer.indices.device == torch.empty(1).device
+        assert layer.indices.device.type == "meta"
+        assert layer(torch.empty(3, 2)).shape == (1, 2, 2)
+    finally:
+        torch.set_default_device(before)
+    # a tensor of indices stays where it is; ints made after the reset are on the CPU again
+    assert Gather(indices=[1]).indices.device.type == "cpu"
+    with torch.device("meta"):
+        assert Gather(indices=torch.tensor([1], device="cpu")).indices.device.type == "cpu"
+
+
+def test_reset_parameters_restores_the_indices_given():
+    layer = Gather(indices=np.array([[1, 0]]))
+    layer.load_state_dict({"indices": torch.tensor([[0, 0]])})
+    assert layer.indices.tolist() == [[0, 0]]
+    layer.reset_parameters()  # the values of the constructor, not of the buffer's last write
+    assert layer.indices.tolist() == [[1, 0]]

@@ -1,4 +1,5 @@
-"""The backend interface and the one flow of a call: validate by the rules, bound, take."""
+"""The backend interface and the one flow of a call: validate by the rules, bound, take
+(or, with ``out=``, check the caller's array too and write into it)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,47 @@ import numpy as np
 
 from .. import _errors, _rules
 from .._indices import host_indices, is_host
-from .._rules import dtype_name
+from .._rules import Span, dtype_name
+
+
+class OutWriter:
+    """How a backend writes a result into a caller's array (``gather(..., out=)``).
+
+    A backend that can has one (:meth:`Backend.out_writer`); :meth:`Backend.gather_out`
+    calls it after the rules' checks, and :meth:`take_into` only once every check passed.
+    """
+
+    def accept(self, data: Any, out: Any, fn: str) -> Any:
+        """The array to write ``out``'s result into (``out`` or a view of it); refuse an
+        ``out`` of the wrong kind, or a call whose result cannot be written."""
+        raise NotImplementedError
+
+    def span(self, x: Any) -> Span | None:
+        """Where ``x``'s bytes lie (data, out or an index; None: no bytes or not known)."""
+        return host_span(x) if isinstance(x, np.ndarray) else None
+
+    def read_bounds(self, index: Any) -> tuple[int, int] | None:
+        """(min, max) of a non-empty native index, read now; None where it cannot be read."""
+        raise NotImplementedError
+
+    def take_into(self, data: Any, index: Any, axis: int, out: Any) -> None:
+        """Write ``data`` gathered along ``axis`` into ``out`` at a checked ``index``: every
+        value within Gather's range, negative ones (opset >= 11) not yet wrapped."""
+        raise NotImplementedError
+
+
+def host_span(x: np.ndarray) -> Span | None:
+    """Where a NumPy array's bytes lie; None when it has none."""
+    if x.size == 0:
+        return None
+    low, high = _byte_bounds(x)
+    return "cpu", low, high
+
+
+try:
+    from numpy.lib.array_utils import byte_bounds as _byte_bounds
+except ImportError:  # NumPy < 2.0
+    _byte_bounds = np.byte_bounds  # type: ignore[attr-defined]  # noqa: NPY201
 
 
 class Backend:
@@ -84,27 +125,51 @@ class Backend:
         self.check_index(indices, like, fn)
         return indices
 
-    def bounded(self, index: Any, like: Any, size: int, axis: int, opset: int, fn: str) -> Any:
+    def bounded(
+        self,
+        index: Any,
+        like: Any,
+        size: int,
+        axis: int,
+        opset: int,
+        fn: str,
+        writer: OutWriter | None = None,
+    ) -> Any:
         """A validated index checked against the axis and made non-negative, as a native index.
 
         Host values and readable native ones raise the IndexError for the first bad element;
-        unreadable (traced) ones follow :meth:`unchecked`.
+        unreadable (traced) ones follow :meth:`unchecked`. With a ``writer`` (``out=``) the
+        values are read now whatever the bounds policy, since nothing may be written before
+        the check, and the index is left unwrapped for :meth:`OutWriter.take_into`.
         """
+        wrap = writer is None
         if isinstance(index, np.ndarray):
             low = _rules.check_host_bounds(index, size, axis, opset, fn)
             # wrapped after the move: the size may be symbolic (torch.export)
-            return self.wrap(self.from_host(index, like), size, low, opset)
+            native = self.from_host(index, like)
+            return self.wrap(native, size, low, opset) if wrap else native
         if self.size(index) == 0:
             return index
-        extremes = self.bounds(index)
+        extremes = self.bounds(index) if writer is None else writer.read_bounds(index)
         if extremes is None:
+            if writer is not None:
+                raise _errors.out_refused(fn, "the indices' values cannot be read")
             return self.unchecked(index, size, axis, opset, fn)
-        return self.checked(index, *extremes, size, axis, opset, fn)
+        return self.checked(index, *extremes, size, axis, opset, fn, wrap)
 
     def checked(
-        self, index: Any, low: int, high: int, size: int, axis: int, opset: int, fn: str
+        self,
+        index: Any,
+        low: int,
+        high: int,
+        size: int,
+        axis: int,
+        opset: int,
+        fn: str,
+        wrap: bool = True,
     ) -> Any:
-        """A native index whose extremes were read: the IndexError, or the index wrapped."""
+        """A native index whose extremes were read: the IndexError, or the index wrapped
+        (as it is, with ``wrap`` false)."""
         if _rules.out_of_range(low, high, size, opset):
             values = self.to_host(index)
             found = _rules.first_bad(values, size, opset)
@@ -113,7 +178,7 @@ class Backend:
             # Values holding more than this index (a vmap batch) have no position in it.
             where = position if tuple(values.shape) == tuple(index.shape) else None
             raise _errors.out_of_bounds(fn, value, where, size, axis, opset)
-        return self.wrap(index, size, low, opset)
+        return self.wrap(index, size, low, opset) if wrap else index
 
     def gather(self, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
         opset = _rules.check_opset(opset)
@@ -123,6 +188,39 @@ class Backend:
         index = self.index(indices, data, "gather")
         index = self.bounded(index, data, data.shape[axis], axis, opset, "gather")
         return self.take(data, index, axis)
+
+    def out_writer(self) -> OutWriter | None:
+        """How results are written into a caller's array; None: this backend's arrays are
+        immutable or lazy, and ``out=`` is refused."""
+        return None
+
+    def gather_out(
+        self, data: Any, indices: Any, axis: Any, opset: Any, out: Any, writer: Any = None
+    ) -> Any:
+        """:meth:`gather` written into ``out``: ``out`` is touched only once every check of
+        the inputs, of ``out`` and of the index values has passed. ``writer``: the
+        :meth:`out_writer` of a backend whose fast path calls this flow."""
+        fn = "gather"
+        opset = _rules.check_opset(opset)
+        data = self.check_array(data, fn, "data")
+        axis = _rules.normalize_axis(axis, data.ndim)
+        _rules.check_data_dtype(self.dtype_name(data), opset, self.name)
+        writer = writer or self.out_writer()
+        if writer is None:
+            why = f"{self.name} arrays are immutable or computed lazily, so none is written into"
+            raise _errors.out_refused(fn, why)
+        target = writer.accept(data, out, fn)
+        index = self.index(indices, data, fn)
+        shape = _rules.output_shape(data.shape, index.shape, axis)
+        devices = getattr(target, "device", None), getattr(data, "device", None)
+        _rules.check_out(target.shape, shape, target.dtype, data.dtype, *devices, fn)
+        where = writer.span(target)
+        for role, x in (("data", data), ("indices", index)):
+            if _rules.overlapping(where, writer.span(x)):
+                raise _errors.out_overlap(fn, role)
+        index = self.bounded(index, data, data.shape[axis], axis, opset, fn, writer)
+        writer.take_into(data, index, axis, target)
+        return out
 
     def gather_grad(self, shape: Any, indices: Any, grad: Any, axis: Any) -> Any:
         fn = "gather_grad"

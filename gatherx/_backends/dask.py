@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import dask.array as da
@@ -23,16 +22,8 @@ from dask.task_spec import List, Task, TaskRef
 
 from .. import _errors, _rules
 from .base import Backend
-
-Chunks = tuple[tuple[int, ...], ...]
-
-
-def _offsets(chunks: tuple[int, ...]) -> list[int]:
-    return [0, *itertools.accumulate(chunks)]
-
-
-def _blocks(chunks: Chunks) -> Iterator[tuple[int, ...]]:
-    return itertools.product(*(range(len(c)) for c in chunks))
+from .chunked import Chunks, first_bad, host_chunks, normalized, offsets, raise_first_bad
+from .chunked import blocks as _blocks
 
 
 def _require_known(chunks: Chunks, what: str, fn: str) -> None:
@@ -41,39 +32,6 @@ def _require_known(chunks: Chunks, what: str, fn: str) -> None:
 
 
 # Tasks: what the scheduler runs on blocks.
-
-
-def _first_bad(
-    block: np.ndarray, size: int, opset: int, start: tuple[int, ...], shape: tuple[int, ...]
-) -> tuple[int, int] | None:
-    """(flat position in the whole index array, value) of the block's first bad index."""
-    found = _rules.first_bad(block, size, opset)
-    if found is None:
-        return None
-    value, local = found
-    position = tuple(int(s + p) for s, p in zip(start, local, strict=True))
-    return (int(np.ravel_multi_index(position, shape)) if shape else 0), value
-
-
-def _raise_first_bad(
-    found: list[tuple[int, int] | None],
-    shape: tuple[int, ...],
-    size: int,
-    axis: int,
-    opset: int,
-    fn: str,
-) -> None:
-    """Raise the eager error for the first bad index over all blocks, if any."""
-    hits = [f for f in found if f is not None]
-    if hits:
-        flat, value = min(hits)
-        position = tuple(int(p) for p in np.unravel_index(flat, shape)) if shape else ()
-        raise _errors.out_of_bounds(fn, value, position, size, axis, opset)
-
-
-def _normalized(block: np.ndarray, checked: None, size: int) -> np.ndarray:
-    """A checked index block with negative indices moved into [0, size)."""
-    return np.where(block < 0, block + size, block)
 
 
 def _take_at(
@@ -165,7 +123,7 @@ class _Index:
     def from_host(cls, host: np.ndarray, chunks: Chunks) -> _Index:
         """Blocks of host indices that the flow has already checked and made non-negative."""
         index = cls(chunks)
-        starts = [_offsets(c) for c in chunks]
+        starts = [offsets(c) for c in chunks]
         for b in _blocks(chunks):
             where = tuple(slice(s[i], s[i + 1]) for s, i in zip(starts, b, strict=True))
             index.host[b] = np.asarray(host[where])
@@ -182,22 +140,22 @@ class _Index:
         index.dependencies.append(indices)
         token = tokenize(indices, size, axis, opset)
         check, verdict, index.name = (f"gather-{s}-{token}" for s in ("check", "verdict", "index"))
-        starts = [_offsets(c) for c in chunks]
+        starts = [offsets(c) for c in chunks]
         found = []
         for b in _blocks(chunks):
             start = tuple(s[i] for s, i in zip(starts, b, strict=True))
             source = TaskRef((indices.name, *b))
             key: Any = (check, *b)
-            index.layer[key] = Task(key, _first_bad, source, size, opset, start, indices.shape)
+            index.layer[key] = Task(key, first_bad, source, size, opset, start, indices.shape)
             found.append(TaskRef(key))
         shape = tuple(indices.shape)
         index.layer[verdict] = Task(
-            verdict, _raise_first_bad, List(*found), shape, size, axis, opset, fn
+            verdict, raise_first_bad, List(*found), shape, size, axis, opset, fn
         )
         for b in _blocks(chunks):
             key = (index.name, *b)
             source = TaskRef((indices.name, *b))
-            index.layer[key] = Task(key, _normalized, source, TaskRef(verdict), size)
+            index.layer[key] = Task(key, normalized, source, TaskRef(verdict), size)
         return index
 
     def block(self, b: tuple[int, ...]) -> Any:
@@ -246,18 +204,6 @@ def _index(index: np.ndarray | _Lazy, chunks: Chunks | None) -> _Index:
     return _Index.from_dask(index.indices, chunks, index.size, index.axis, index.opset, index.fn)
 
 
-def _host_chunks(shape: tuple[int, ...], rows: int) -> Chunks:
-    """Chunks for NumPy indices: at most ``rows`` indices per block, trailing dimensions whole
-    while they fit, so that an output block is about as large as a data block."""
-    chunks = []
-    budget = max(rows, 1)
-    for n in reversed(shape):
-        size = max(min(n, budget), 1)
-        budget = max(budget // size, 1)
-        chunks.append(normalize_chunks((size,), (n,))[0])
-    return tuple(reversed(chunks))
-
-
 def _chain(key: tuple[Any, ...], steps: list[tuple[Any, ...]], empty: tuple[Any, ...]) -> dict:
     """The tasks of output block ``key``: ``steps`` folded into an accumulator.
 
@@ -292,9 +238,9 @@ def _gather(data: da.Array, index: np.ndarray | _Lazy, axis: int) -> da.Array:
     """Lazy ``data`` gathered along ``axis``."""
     _require_known((data.chunks[axis],), "data", "gather")
     rows = max(data.chunks[axis], default=1)
-    chunks = _host_chunks(index.shape, rows) if isinstance(index, np.ndarray) else None
+    chunks = host_chunks(index.shape, rows) if isinstance(index, np.ndarray) else None
     blocks = _index(index, chunks)
-    bounds = _offsets(data.chunks[axis])
+    bounds = offsets(data.chunks[axis])
     pre, post = data.chunks[:axis], data.chunks[axis + 1 :]
     out_chunks = (*pre, *blocks.chunks, *post)
     name = "gather-" + tokenize(data, index, axis)
@@ -335,7 +281,7 @@ def _gather_grad(
     _require_known(grad.chunks[axis : axis + q], "grad", "gather_grad")
     blocks = _index(index, grad.chunks[axis : axis + q])
     out_chunks = _grad_chunks(pre, post, shape, axis, grad.dtype)
-    bounds = _offsets(out_chunks[axis])
+    bounds = offsets(out_chunks[axis])
     name = "gather-grad-" + tokenize(shape, index, grad, axis)
     meta = meta_from_array(grad._meta, ndim=len(shape))
     # The index blocks that add into each block along the axis.

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import _rules
+from .. import _errors, _rules
 from .._indices import PYTHON_TYPES, host_indices, plain_ndarray
 from .._strategy import numpy_forward_plan, numpy_grad_plan
-from .base import Backend
+from .base import Backend, OutWriter
 
 #: The formulations of the forward, named as :func:`gatherx._strategy.numpy_forward_plan`
 #: returns them.
@@ -77,6 +77,86 @@ class NumpyBackend(Backend):
         self, shape: tuple[int, ...], index: np.ndarray, grad: np.ndarray, axis: int
     ) -> np.ndarray:
         return grad_by_plan(None, shape, index, grad, axis)
+
+    def out_writer(self) -> OutWriter:
+        return _OUT
+
+    def gather_out(
+        self, data: Any, indices: Any, axis: Any, opset: Any, out: Any, writer: Any = None
+    ) -> Any:
+        # As in gather: the common call decided in a few identity tests, by the same rules
+        # (np.may_share_memory is the flow's overlap test: byte bounds); the flow takes
+        # every other call, and reports every refusal.
+        host = indices
+        if type(indices) in PYTHON_TYPES:
+            host = host_indices(indices, "gather")
+        if (
+            type(host) is np.ndarray
+            and type(data) is np.ndarray
+            and type(out) is np.ndarray
+            and _rules.plain_call(axis, opset, data.ndim)
+            and data.dtype in _FAST_DATA_DTYPES
+            and host.dtype in _FAST_INDEX_DTYPES
+            and out.dtype == data.dtype
+            and host.size
+            and host.dtype.isnative
+            and out.flags.writeable
+        ):
+            ax = axis % data.ndim
+            shape = data.shape
+            if (
+                out.shape == (*shape[:ax], *host.shape, *shape[ax + 1 :])
+                and not np.may_share_memory(out, data)
+                and not np.may_share_memory(out, host)
+            ):
+                low, high = _rules.host_extremes(host)
+                if not _rules.out_of_range(low, high, shape[ax], opset):
+                    _OUT.take_into(data, host, ax, out, low)
+                    return out
+        return super().gather_out(data, host, axis, opset, out, writer)
+
+
+class _NumpyOut(OutWriter):
+    """``out=`` for NumPy: ``ndarray.take(out=)`` in mode "wrap", after gatherx's own check
+    (mode "raise" copies ``out`` first, so that an error leaves it as it was: 2x slower)."""
+
+    def accept(self, data: np.ndarray, out: Any, fn: str) -> np.ndarray:
+        if not isinstance(out, np.ndarray):
+            raise _errors.out_type(fn, out, "numpy.ndarray")
+        target = plain_ndarray(out, fn, "out")
+        if not target.flags.writeable:
+            raise _errors.out_read_only(fn)
+        return target
+
+    def take_into(
+        self, data: np.ndarray, index: np.ndarray, axis: int, out: np.ndarray, low: int = -1
+    ) -> None:
+        """:meth:`OutWriter.take_into`; ``low``: the index's minimum, where it was read."""
+        if out.size == 0:
+            return
+        shape = data.shape
+        if index.ndim == 0:  # one slice, copied from where it lies
+            value = int(index)
+            key = (*(slice(None),) * axis, value + shape[axis] if value < 0 else value)
+            np.copyto(out, data[key])
+            return
+        if low >= 0:
+            data.take(index, axis, out=out, mode="wrap")
+            return
+        size, post = shape[axis], math.prod(shape[axis + 1 :])
+        pre = data.size // (size * post)
+        plan = numpy_forward_plan(
+            pre, size, index.size, post, data.itemsize, data.flags.c_contiguous
+        )
+        if plan == "doubled" and pre == 1 and not data.dtype.hasobject:
+            # One pass over the index instead of three: index + size lies in [0, 2s-1].
+            twice = np.concatenate((data, data), axis=axis, dtype=data.dtype)
+            twice.take(np.add(index, size, dtype=np.intp), axis, out=out, mode="wrap")
+        else:
+            data.take(_non_negative(index, size), axis, out=out, mode="wrap")
+
+
+_OUT = _NumpyOut()
 
 
 def take_by_plan(plan: str | None, data: np.ndarray, index: np.ndarray, axis: int) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -14,7 +14,9 @@ from .cases import Case
 
 @dataclass
 class Entry:
-    """One timed formulation: ``kind`` is gatherx, native or memcpy."""
+    """One timed formulation: ``kind`` is gatherx, native, memcpy (a copy of the output into a
+    preallocated buffer), alloc (a copy into a fresh one, the backend's allocator's) or fresh
+    (gatherx without ``out=``, timed in the ``out=`` group: what ``out=`` saves, paired)."""
 
     backend: str
     task: str
@@ -53,6 +55,8 @@ def make_inputs(case: Case, seed: int = 0) -> Inputs:
     data = rng.standard_normal(case.data_shape).astype(dtype)
     size = case.data_shape[case.ax]
     indices = np.asarray(rng.integers(-size, size, size=case.index_shape, dtype=np.int64))
+    if case.first_non_negative and indices.size:
+        indices.reshape(-1)[0] %= size
     wrapped = np.asarray(indices % size)  # 0-d arrays, not NumPy scalars, for a scalar index
     grad = rng.standard_normal(case.out_shape).astype(dtype)
     out = np.take(data, wrapped, axis=case.ax)
@@ -86,6 +90,43 @@ def numpy_entries(x: Inputs) -> list[Entry]:
         Entry("numpy", "gather_grad", "gatherx", "gatherx",
               partial(gatherx.gather_grad, c.data_shape, i, g, axis=c.axis)),
         Entry("numpy", "gather_grad", "np.add.at", "native", add_at),
+        Entry("numpy", "forward", "allocating copy of output", "alloc", x.out.copy,
+              check=lambda: x.out),
+        *numpy_out_entries(x),
+    ]  # fmt: skip
+
+
+def numpy_out_entries(x: Inputs) -> list[Entry]:
+    """``out=`` into a preallocated buffer: gatherx and ``np.take``, whose mode "raise" copies
+    ``out`` first (to leave it as it was on an error) and whose other modes need a check."""
+    import gatherx
+
+    c, d, i, w = x.case, x.data, x.indices, x.wrapped
+    size = c.data_shape[c.ax]
+
+    def take(mode: Literal["wrap", "clip"] | None) -> Callable[[], np.ndarray]:
+        buf = np.empty_like(x.out)
+        if mode is None:
+            return partial(np.take, d, w, axis=c.ax, out=buf)
+
+        def checked() -> np.ndarray:
+            if w.size and (w.min() < 0 or w.max() >= size):
+                msg = "index out of range"
+                raise IndexError(msg)
+            return np.take(d, w, axis=c.ax, out=buf, mode=mode)
+
+        return checked
+
+    return [
+        Entry("numpy", "forward (out=)", "gatherx", "gatherx",
+              partial(gatherx.gather, d, i, axis=c.axis, out=np.empty_like(x.out))),
+        Entry("numpy", "forward (out=)", "gatherx, fresh result", "fresh",
+              partial(gatherx.gather, d, i, axis=c.axis)),
+        Entry("numpy", "forward (out=)", "np.take(out=)", "native", take(None)),
+        Entry("numpy", "forward (out=)", 'check + np.take(out=, mode="wrap")', "native",
+              take("wrap")),
+        Entry("numpy", "forward (out=)", 'check + np.take(out=, mode="clip")', "native",
+              take("clip")),
     ]  # fmt: skip
 
 
@@ -127,6 +168,14 @@ def torch_entries(x: Inputs, device: str) -> list[Entry]:
         return tg.new_zeros(c.data_shape).index_add_(ax, ti.reshape(-1), source)
 
     gx = partial(gatherx.gather, axis=c.axis)
+    tout = torch.from_numpy(x.out).to(dev)  # a finished result, copied by "allocating copy"
+    obuf, nbuf = torch.empty_like(tout), torch.empty_like(tout)  # out= buffers
+    fshape = (*c.data_shape[:ax], ti.numel(), *c.data_shape[ax + 1 :])
+
+    def select_into() -> torch.Tensor:
+        torch.index_select(td, ax, ti.reshape(-1), out=nbuf.view(fshape))
+        return nbuf
+
     entries = [
         ("forward", "gatherx", "gatherx", lambda: gx(td, tn)),
         ("forward", "index_select", "native",
@@ -145,10 +194,20 @@ def torch_entries(x: Inputs, device: str) -> list[Entry]:
         ("gather_grad", "gatherx", "gatherx",
          lambda: gatherx.gather_grad(c.data_shape, tn, tg, axis=c.axis)),
         ("gather_grad", "zeros + index_add_", "native", index_add),
+        ("forward", "allocating copy of output", "alloc", tout.clone),
+        ("forward (out=)", "gatherx", "gatherx", lambda: gx(td, tn, out=obuf)),
+        ("forward (out=)", "gatherx, fresh result", "fresh", lambda: gx(td, tn)),
+        ("forward (out=)", "index_select(out=)", "native", select_into),
     ]  # fmt: skip
     if k == 0:
         # A 0-d index tensor indexes as an int: a view, no gather; not a rival formulation.
+        # Its slice copied is one.
         entries = [e for e in entries if "indexing" not in e[1]]
+        at = int(ti)
+        entries.insert(2, ("forward", "select + clone", "native",
+                           lambda: td.select(ax, at).clone()))  # fmt: skip
+        entries.insert(6, ("forward+backward", "select + clone autograd", "native",
+                           fwd_bwd(lambda t: t.select(ax, at).clone())))  # fmt: skip
     if ax == 0:
         rows = (c.data_shape[0], -1)
         emb = torch.nn.functional.embedding
@@ -238,7 +297,9 @@ def ort_entries(x: Inputs) -> list[Entry]:
 
 
 def build_entries(x: Inputs, backends: Sequence[str], torch_device: str) -> list[Entry]:
-    entries = numpy_entries(x) if "numpy" in backends else numpy_entries(x)[:1]
+    entries = numpy_entries(x)
+    if "numpy" not in backends:  # the copies only: the floors of every backend's rows
+        entries = [e for e in entries if e.kind in ("memcpy", "alloc")]
     if "torch" in backends:
         entries += torch_entries(x, torch_device)
     if "jax" in backends:

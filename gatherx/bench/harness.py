@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from .cases import BACKENDS, CASES
 from .formulations import build_entries, make_inputs, verify
-from .machine import Load, environment
-from .report import Row, detail_table, group_of, name_of, summarize, summary_table
+from .machine import Load, environment, huge_pages
+from .report import Row, detail_table, group_of, name_of, out_table, summarize, summary_table
 from .timing import CLOCKS, rounds
 
 #: What ``gatherx bench --help`` says the command does.
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     repeats = args.repeats or (2 if args.quick else 41)
     min_sample = 2e-4 if args.quick else 5e-3
     if skipped:
-        print(f"not installed, skipped: {', '.join(skipped)}")
+        print(f"not installed, skipped: {', '.join(skipped)}", file=sys.stderr, flush=True)
 
     results: dict[str, dict[str, float]] = {}
     rows: list[Row] = []
@@ -114,17 +114,22 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {case.name}: {case.describe()} done ({took:.0f} s)", file=sys.stderr, flush=True)
     elapsed = time.perf_counter() - start
 
+    # Huge pages first: they decide how fast a fresh large output is, and PyTorch's are
+    # off unless the user turned them on.
     header = (
-        f"gatherx bench: float32 data, int64 indices, {repeats} interleaved rounds (times: "
-        "medians; ratios: medians of the per-round ratios), "
+        f"gatherx bench: {huge_pages()}; float32 data, int64 indices, {repeats} interleaved "
+        "rounds (times: medians; ratios: medians of the per-round ratios), "
         f"{args.clock} clock ({elapsed:.0f} s); {environment(load)}"
     )
+    if skipped:
+        header += f"; not installed, skipped: {', '.join(skipped)}"
     warning = load.warning()
     if warning is not None:
         # In the header's paragraph, so whoever reads or splits the report sees it with it.
         header += f"\n{warning}"
         print(warning, file=sys.stderr, flush=True)
-    text = f"{header}\n\n{summary_table(rows)}\n\n{detail_table(cases, results)}\n"
+    tables = [summary_table(rows), detail_table(cases, results), out_table(cases, results)]
+    text = header + "".join(f"\n\n{t}" for t in tables) + "\n"
     print(text)
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as f:
@@ -137,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         payload = {
             "environment": environment(load),
+            "huge_pages": huge_pages(),
             "load": {
                 "cpus": load.cpus,
                 "samples": [round(s, 2) for s in load.samples],

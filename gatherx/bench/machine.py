@@ -1,4 +1,4 @@
-"""The machine a run saw: versions, CPUs, and its load average sampled during the run."""
+"""The machine a run saw: versions, CPUs, huge pages, and its load average during the run."""
 
 from __future__ import annotations
 
@@ -70,3 +70,35 @@ def environment(load: Load | None = None) -> str:
         load.sample()
     parts += [load.describe(), platform.machine()]
     return ", ".join(parts)
+
+
+#: PyTorch's CPU allocator asks for transparent huge pages (allocations of 2 MiB and more)
+#: only when the process starts with this variable set to 1; it reads it once.
+THP_VARIABLE = "THP_MEM_ALLOC_ENABLE"
+
+
+def torch_huge_pages() -> bool:
+    """Whether PyTorch's CPU allocator asks for huge pages in this process."""
+    return os.environ.get(THP_VARIABLE, "").strip() == "1"
+
+
+def huge_pages() -> str:
+    """One sentence on huge pages for large outputs: PyTorch's setting, NumPy's, the system's."""
+    if torch_huge_pages():
+        text = f"PyTorch huge pages on ({THP_VARIABLE}=1)"
+    else:
+        text = (
+            f"PyTorch huge pages off ({THP_VARIABLE} is not 1; start Python with "
+            f"{THP_VARIABLE}=1 to turn them on)"
+        )
+    get = getattr(getattr(np, "_core", np.core), "multiarray", None)
+    numpy_on = getattr(get, "_get_madvise_hugepage", None)
+    if numpy_on is not None:
+        text += f", NumPy huge pages {'on' if numpy_on() else 'off'}"
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled", encoding="ascii") as f:
+            mode = f.read().split("[")[1].split("]")[0]
+        text += f", system transparent huge pages: {mode}"
+    except (OSError, IndexError):
+        pass
+    return text

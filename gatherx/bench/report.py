@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from .cases import Case, goal_for
 from .formulations import Entry
 
+#: The task of a gather into a preallocated ``out=``, beside the plain ``forward``.
+OUT_TASK = "forward (out=)"
+
 
 @dataclass
 class Row:
@@ -22,6 +25,9 @@ class Row:
     memcpy: float
     #: Median over rounds of gatherx's time over the best native's in the same round.
     ratio: float
+    #: A copy of the output into a fresh array by the row's backend (NumPy's for backends
+    #: without one): the floor of a gather that allocates its result.
+    alloc: float = math.nan
     #: Forward rows: the least median time of any native forward formulation of any backend
     #: (NumPy, PyTorch, JAX, onnxruntime) on the case, and its name.
     fastest: float = math.nan
@@ -49,18 +55,29 @@ def summarize(case: Case, entries: Sequence[Entry], samples: dict[str, list[floa
     times = {name: statistics.median(s) for name, s in samples.items()}
     by_group: dict[tuple[str, str], dict[str, str]] = {}
     memcpy = math.nan
+    alloc: dict[str, float] = {}
     for e in entries:
         name = name_of(e)
         if e.kind == "memcpy":
             memcpy = times[name]
+            continue
+        if e.kind == "alloc":
+            alloc[e.backend] = times[name]
+            continue
+        if e.kind == "fresh":  # a reference for the out= table, no rival
             continue
         group = by_group.setdefault((e.backend, e.task), {})
         if e.kind == "gatherx":
             group["gatherx"] = name
         elif "native" not in group or times[name] < times[group["native"]]:
             group["native"] = name
-    forward = [e for e in entries if e.kind == "native" and is_forward(e.task)]
-    fastest = min(forward, key=lambda e: times[name_of(e)], default=None)
+    # Into a fresh result or into out=: each row's rivals of all backends do the same.
+    fastest: dict[bool, Entry] = {}
+    for e in entries:
+        if e.kind == "native" and is_forward(e.task):
+            best = fastest.get(e.task == OUT_TASK)
+            if best is None or times[name_of(e)] < times[name_of(best)]:
+                fastest[e.task == OUT_TASK] = e
     rows = []
     for (backend, task), group in by_group.items():
         if "gatherx" in group and "native" in group:
@@ -69,10 +86,12 @@ def summarize(case: Case, entries: Sequence[Entry], samples: dict[str, list[floa
                 g / b for g, b in zip(samples[gx], samples[native], strict=True)
             )
             label = native.rpartition(" | ")[2]
-            row = Row(case, backend, task, times[gx], label, times[native], memcpy, ratio)
-            if fastest is not None and is_forward(task):
-                row.fastest = times[name_of(fastest)]
-                row.fastest_label = f"{fastest.backend} {fastest.label}"
+            fresh = alloc.get(backend, alloc.get("numpy", math.nan))
+            row = Row(case, backend, task, times[gx], label, times[native], memcpy, ratio, fresh)
+            best = fastest.get(task == OUT_TASK)
+            if best is not None and is_forward(task):
+                row.fastest = times[name_of(best)]
+                row.fastest_label = f"{best.backend} {best.label}"
             rows.append(row)
     return rows
 
@@ -87,8 +106,8 @@ def name_of(e: Entry) -> str:
 
 
 def group_of(e: Entry) -> str:
-    """The formulations timed against each other: one backend's one task (memcpy alone)."""
-    return name_of(e) if e.kind == "memcpy" else f"{e.backend} | {e.task}"
+    """The formulations timed against each other: one backend's one task (copies alone)."""
+    return name_of(e) if e.kind in ("memcpy", "alloc") else f"{e.backend} | {e.task}"
 
 
 def fmt_time(seconds: float) -> str:
@@ -100,10 +119,14 @@ def fmt_time(seconds: float) -> str:
 
 
 def summary_table(rows: Sequence[Row]) -> str:
+    """One line per row; forward rows set gatherx against a copy of their output into a
+    preallocated buffer (the floor of any gather) and into a fresh one (the floor of one
+    that allocates its result, as every call without ``out=`` does)."""
     lines = [
         "| case | backend | task | gatherx | best native | gatherx / best | "
-        "gatherx / memcpy | gatherx / fastest of all | goal | met |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "gatherx / preallocated copy | gatherx / allocating copy | gatherx / fastest of all | "
+        "goal | met |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         goal, met = r.goal()
@@ -112,11 +135,45 @@ def summary_table(rows: Sequence[Row]) -> str:
         fastest = ""
         if not math.isnan(r.fastest):
             fastest = f"{r.gatherx / r.fastest:.2f} ({r.fastest_label})"
+        floors = "- | -"
+        if is_forward(r.task):
+            floors = f"{_ratio(r.gatherx, r.memcpy)} | {_ratio(r.gatherx, r.alloc)}"
         lines.append(
             f"| {r.case.name} | {r.backend} | {r.task} | {fmt_time(r.gatherx)} | "
             f"{r.best_label} {fmt_time(r.best)} | {r.ratio:.2f}{note} | "
-            f"{r.gatherx / r.memcpy:.2f} | {fastest} | {goal} | {mark} |"
+            f"{floors} | {fastest} | {goal} | {mark} |"
         )
+    return "\n".join(lines)
+
+
+def _ratio(a: float, b: float) -> str:
+    return "-" if math.isnan(a) or math.isnan(b) or b <= 0 else f"{a / b:.2f}"
+
+
+def out_table(cases: Sequence[Case], results: dict[str, dict[str, float]]) -> str:
+    """Each backend's gatherx with and without ``out=`` on each case (timed in one group),
+    beside the copies of the output into a preallocated and a fresh buffer: how much
+    ``out=`` saves."""
+    lines = [
+        "| case | output | backend | gatherx | gatherx out= | speed-up | preallocated copy | "
+        "allocating copy |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for case in cases:
+        times = results.get(case.name, {})
+        copy = times.get("numpy | forward | memcpy of output", math.nan)
+        mib = math.prod(case.out_shape) * 4 / 2**20  # float32
+        for backend in ("numpy", "torch"):
+            plain = times.get(f"{backend} | {OUT_TASK} | gatherx, fresh result", math.nan)
+            into = times.get(f"{backend} | {OUT_TASK} | gatherx", math.nan)
+            if math.isnan(plain) or math.isnan(into):
+                continue
+            fresh = times.get(f"{backend} | forward | allocating copy of output", math.nan)
+            lines.append(
+                f"| {case.name} | {case.out_shape} ({mib:.1f} MiB) | {backend} | "
+                f"{fmt_time(plain)} | {fmt_time(into)} | {_ratio(plain, into)}x | "
+                f"{fmt_time(copy)} | {fmt_time(fresh)} |"
+            )
     return "\n".join(lines)
 
 

@@ -16,6 +16,7 @@ from .modes import compiling, needs_autograd, plain_eager, tracing
 #: included) take the flow.
 _PLAIN_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
 _INDEX_DTYPES = frozenset(getattr(torch, name) for name in _rules.INDEX_DTYPES)
+_STRIDED = torch.strided
 
 
 def _torch_dtypes(names: frozenset[str]) -> frozenset[torch.dtype]:
@@ -41,18 +42,34 @@ class TorchBackend(Backend):
         # After a large gather has evicted the interpreter's code and data from the CPU
         # caches, each Python step costs several times its warm time: the common eager CPU
         # call is decided in few steps, by the same tables the flow reads.
+        kind = type(indices)
         if (
-            type(indices) is torch.Tensor
+            (kind is torch.Tensor or kind is int)
             and type(data) in _PLAIN_TYPES
-            and _rules.plain_call(axis, opset, data.ndim)
-            and indices.dtype in _INDEX_DTYPES
+            and _rules.plain_call(axis, opset, rank := data.ndim)
             and data.dtype in _FAST_DATA_DTYPES[opset >= _rules.BFLOAT16_SINCE]
-            and _plain_cpu(data, indices)
         ):
-            out = self._eager_gather(data, indices, axis % data.ndim, opset)
+            out = None
+            if kind is int:  # a value on the host: read at no cost, for data on any device
+                if _plain(data) and plain_eager():
+                    out = self._eager_pick(data, indices, axis % rank)
+            elif indices.dtype in _INDEX_DTYPES and _plain_cpu(data, indices):
+                if indices.ndim:
+                    out = self._eager_gather(data, indices, axis % rank, opset)
+                else:  # read at no cost on the CPU
+                    out = self._eager_pick(data, int(indices), axis % rank)
             if out is not None:
                 return out
         return super().gather(data, indices, axis, opset)
+
+    def _eager_pick(self, data: torch.Tensor, value: int, axis: int) -> torch.Tensor | None:
+        """One slice for a scalar index, checked from its one value (opset >= 11); None for a
+        bad one, which the flow reports."""
+        shape = data.shape
+        size = shape[axis]
+        if _rules.out_of_range(value, value, size, _rules.NEGATIVE_INDICES_SINCE):
+            return None
+        return kernels.pick(data, value + size if value < 0 else value, axis, shape)
 
     def _eager_gather(
         self, data: torch.Tensor, indices: torch.Tensor, axis: int, opset: int
@@ -107,6 +124,10 @@ class TorchBackend(Backend):
             axis = _rules.normalize_axis(axis, len(shape), fn)
             _rules.check_grad_shape(tuple(grad.shape), shape, tuple(indices.shape), axis)
             size = shape[axis]
+            if not indices.ndim:  # one slice, its value read at no cost on the CPU
+                value = int(indices)
+                if not _rules.out_of_range(value, value, size, _rules.GRAD_OPSET):
+                    return kernels.place(grad, value + size if value < 0 else value, axis, shape)
             index = self._eager_bounded(indices, size, axis, _rules.GRAD_OPSET, fn)
             return kernels.scatter_add(grad, index, axis, size)
         return super().gather_grad(shape, indices, grad, axis)
@@ -160,6 +181,8 @@ class TorchBackend(Backend):
     def take(self, data: Any, index: Any, axis: int) -> Any:
         if not plain_eager():
             return autograd.apply_gather(data, index, axis)
+        if index.ndim == 0 and index.is_cpu and not bounds.device_policy_on_cpu():
+            return kernels.pick(data, int(index), axis)  # the value is read at no cost
         if data.requires_grad:  # the cheap Function plain autograd needs, on any device
             return autograd.eager_apply(data, index, axis)
         return kernels.take(data, index, axis, eager=True)
@@ -169,14 +192,26 @@ class TorchBackend(Backend):
             return kernels.scatter_add(grad, index, axis, shape[axis])
         return autograd.apply_scatter_add(grad, index, axis, shape[axis])
 
+    def gather_out(
+        self, data: Any, indices: Any, axis: Any, opset: Any, out: Any, writer: Any = None
+    ) -> Any:
+        from . import out as into  # out= only: most programs never import it
+
+        return into.gather_out(self, data, indices, axis, opset, out)
+
+
+def _plain(x: torch.Tensor) -> bool:
+    """Strided and not nested: what the eager path takes."""
+    return x.layout is _STRIDED and not x.is_nested
+
 
 def _plain_cpu(x: torch.Tensor, index: torch.Tensor) -> bool:
     """Both strided, not nested, on the CPU, and plain eager mode: the eager path's domain."""
     return (
         x.is_cpu
         and index.is_cpu
-        and x.layout is torch.strided
-        and index.layout is torch.strided
+        and x.layout is _STRIDED
+        and index.layout is _STRIDED
         and not x.is_nested
         and not index.is_nested
         and plain_eager()

@@ -12,8 +12,9 @@ from ..._strategy import (
     torch_backward_plan,
     torch_forward_plan,
     torch_rows_plan,
+    torch_scalar_plan,
 )
-from .modes import compiling, plain_eager, tracing
+from .modes import compiling, functorch_active, plain_eager, tracing
 
 # uint16/32/64 are "shell" dtypes with few kernels; gather is pure data movement, so it runs
 # on the same bits viewed as the signed type of the same width.
@@ -82,13 +83,27 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
             source = source.view(twin)
     shape = list(source.shape)
     shape[axis] = size
-    out = source.new_zeros(shape).index_add_(axis, flat, source)
+    zeros = source.new_zeros(shape)
+    if functorch_active():
+        # vmap batches the index and not the gradient: zeros made from the gradient are not
+        # batched, and an in-place add of batched values into them has no batching rule.
+        out = torch.index_add(zeros, axis, flat, source)
+    else:
+        out = zeros.index_add_(axis, flat, source)
     if dtype in _HALF:
         return out.to(dtype)  # rounded once
     return out if out.dtype is dtype else out.view(dtype)
 
 
 _INDEX_NAMES = {torch.int32: "int32", torch.int64: "int64"}
+
+
+def place(grad: torch.Tensor, value: int, axis: int, shape: tuple[int, ...]) -> torch.Tensor:
+    """Zeros of ``shape`` with ``grad`` written at the one slice ``value`` (checked,
+    non-negative) on ``axis``: the scatter-add of a single slice, which adds nothing up."""
+    out = grad.new_zeros(shape)
+    out.select(axis, value).copy_(grad)
+    return out
 
 
 def wrap(index: torch.Tensor, size: int) -> torch.Tensor:
@@ -161,15 +176,27 @@ def axis0_plan(data: torch.Tensor, index: torch.Tensor) -> tuple[str, ...]:
         index.dim(),
         index.element_size(),
         grad=data.requires_grad,
-        negative_first=lambda: bool(index.reshape(-1)[0] < 0),
     )
 
 
 def take_eager(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
     """:func:`take` for plain eager calls on a checked, non-negative ``index``."""
     if index.ndim == 0 and index.is_cpu:
-        # One slice: a strided copy of it, half the time of index_select on an inner axis.
-        return data.select(axis, int(index)).clone(memory_format=torch.contiguous_format)
+        return pick(data, int(index), axis)
     if axis == 0 and data.dtype not in BIT_TWIN:
         return rows(data, index, "indexing" if small_rows(data, index) else "as_given")
     return take(data, index, axis, eager=True)
+
+
+def pick(
+    data: torch.Tensor, value: int, axis: int, shape: torch.Size | None = None
+) -> torch.Tensor:
+    """The slice of ``data`` (of ``shape``, if read already) at one checked, non-negative
+    ``value`` on ``axis``, copied, by :func:`gatherx._strategy.torch_scalar_plan`;
+    differentiable by torch's own rules (its backward copies the gradient into zeros at the
+    one slice: the scatter-add of a slice)."""
+    if shape is None:
+        shape = data.shape
+    if torch_scalar_plan(shape, axis, data.element_size(), data.is_contiguous) == "narrow":
+        return torch.narrow_copy(data, axis, value, 1).squeeze_(axis)  # a tensor of its own
+    return torch.select_copy(data, axis, value)

@@ -1,0 +1,125 @@
+"""What an array-API library can do, decided once per namespace; the generic backend asks here."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+#: How a library evaluates: at once, as a chunked graph computed later, or as a graph of
+#: operators whose values a runtime computes (symbolic dimensions allowed).
+EAGER, CHUNKED, GRAPH = "eager", "chunked", "graph"
+
+
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """The answers for one namespace; every generic path follows them, none guesses.
+
+    Attributes
+    ----------
+    name : str
+        The namespace's top-level module (``cubed``, ``ndonnx``, ``sparse``, ...).
+    evaluation : str
+        :data:`EAGER`, :data:`CHUNKED` (values only at compute: bounds checked in the graph)
+        or :data:`GRAPH` (values may be unknown until a runtime runs the model).
+    symbolic_shapes : bool
+        Whether a dimension may be unknown (``None``) when the call is made.
+    dlpack : bool
+        Whether NumPy can read the library's arrays through DLPack.
+    native_indices : bool
+        Whether indices stay arrays of the library (on its device); if not, they are read
+        into host NumPy arrays, which the library's own gather takes (pydata sparse).
+    sparse : bool
+        Whether arrays are sparse: the result keeps the data's sparse format.
+    lacks : dict
+        ONNX dtypes the library can name but not compute with, and why.
+    exact_wide_sums : bool
+        Whether its sums of 64-bit integers are exact. onnxruntime (ndonnx's evaluator) rounds
+        them through float64 and has no uint64 ``Where``: there they are pairwise adds of
+        int64, the same bits as uint64.
+    strings_last_axis : bool
+        Whether string data is gathered along its last axis only (axes moved there and
+        back): onnxruntime's string Gather (ndonnx's evaluator, 1.32) copies one element per
+        index where a slice holds more.
+    """
+
+    name: str
+    evaluation: str = EAGER
+    symbolic_shapes: bool = False
+    dlpack: bool = True
+    native_indices: bool = True
+    sparse: bool = False
+    lacks: dict[str, str] = dataclasses.field(default_factory=dict)
+    exact_wide_sums: bool = True
+    strings_last_axis: bool = False
+
+
+#: The libraries whose answers differ from an eager, dense, DLPack-capable namespace.
+_KNOWN = {
+    "cubed": Capabilities(
+        "cubed",
+        evaluation=CHUNKED,
+        dlpack=False,
+        lacks={"bfloat16": "Zarr, where cubed stores every array, has no bfloat16"},
+    ),
+    "ndonnx": Capabilities(
+        "ndonnx",
+        evaluation=GRAPH,
+        symbolic_shapes=True,
+        dlpack=False,
+        exact_wide_sums=False,
+        strings_last_axis=True,
+    ),
+    "sparse": Capabilities("sparse", dlpack=False, native_indices=False, sparse=True),
+}
+
+
+def capabilities(xp: Any) -> Capabilities:
+    """The answers for namespace ``xp``: a known library's, or found by one DLPack probe."""
+    name = getattr(xp, "__name__", type(xp).__name__).partition(".")[0]
+    known = _KNOWN.get(name)
+    if known is not None:
+        return known
+    return Capabilities(name, dlpack=_reads_dlpack(xp))
+
+
+def _reads_dlpack(xp: Any) -> bool:
+    try:
+        np.from_dlpack(xp.asarray(np.zeros(1, dtype=np.int64)))
+    except Exception:  # any library's refusal (BufferError, AttributeError, TypeError) means no
+        return False
+    return True
+
+
+#: Library dtype names that are an ONNX type under another name.
+_ONNX_NAMES = {"utf8": "string"}
+
+
+def dtype_name(dtype: Any) -> str:
+    """The ONNX-side name of a library dtype (ndonnx's ``utf8`` is ONNX's ``string``)."""
+    from .._rules import dtype_name as neutral
+
+    name = neutral(dtype)
+    return _ONNX_NAMES.get(name, name)
+
+
+def read(x: Any, caps: Capabilities) -> np.ndarray | None:
+    """``x``'s values as a host NumPy array, or None where they are not known yet."""
+    if caps.evaluation == CHUNKED:
+        return None  # computing would run the graph: the check goes into it instead
+    if caps.sparse:
+        return np.asarray(x.todense())
+    if caps.evaluation == GRAPH:
+        try:
+            return np.asarray(x.unwrap_numpy())
+        except ValueError:  # a graph input or a value derived from one
+            return None
+    if caps.dlpack:
+        return np.from_dlpack(x, device="cpu", copy=True)
+    return np.asarray(x)
+
+
+def symbolic(shape: tuple[Any, ...]) -> bool:
+    """Whether a shape holds a dimension that is not known yet."""
+    return any(d is None for d in shape)

@@ -1,0 +1,166 @@
+"""``gather(..., out=)`` for PyTorch: plain eager calls only, written by ``index_select(out=)``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from ... import _errors, _rules
+from ..._rules import Span
+from ..base import Backend, OutWriter, host_span
+from . import bounds, kernels
+from .modes import compiling, functorch_active, plain_eager, tracing
+
+_forward_ad = torch.autograd.forward_ad
+_grad_enabled = torch.is_grad_enabled
+_PLAIN_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
+_INDEX_DTYPES = frozenset(getattr(torch, name) for name in _rules.INDEX_DTYPES)
+#: The data dtypes the eager path decides, for opsets from Gather-11 (index 0) and Gather-13 (1).
+_FAST_DATA_DTYPES = tuple(
+    frozenset(
+        getattr(torch, n)
+        for n in _rules.data_dtypes(since)
+        if isinstance(getattr(torch, n, None), torch.dtype)
+    )
+    for since in (_rules.NEGATIVE_INDICES_SINCE, _rules.BFLOAT16_SINCE)
+)
+
+
+def gather_out(
+    backend: Backend, data: Any, indices: Any, axis: Any, opset: Any, out: Any
+) -> torch.Tensor:
+    """``gather(..., out=)``: the common eager CPU call decided in few steps (after a large
+    gather has evicted the interpreter from the caches, each step costs several times its
+    warm time), by the same rules as the flow, which takes every other call and every error."""
+    if (
+        type(indices) is torch.Tensor
+        and type(data) in _PLAIN_TYPES
+        and type(out) is torch.Tensor
+        and _rules.plain_call(axis, opset, data.ndim)
+        and indices.dtype in _INDEX_DTYPES
+        and data.dtype in _FAST_DATA_DTYPES[opset >= _rules.BFLOAT16_SINCE]
+        and out.dtype is data.dtype
+        and data.is_cpu
+        and indices.is_cpu
+        and out.is_cpu
+        and data.layout is indices.layout is out.layout is torch.strided
+        and not (data.is_nested or indices.is_nested or out.is_nested)
+        and plain_eager()
+        and not (_grad_enabled() and (data.requires_grad or out.requires_grad))
+        and indices.numel()
+    ):
+        ax = axis % data.ndim
+        shape = data.shape
+        if out.shape == (*shape[:ax], *indices.shape, *shape[ax + 1 :]):
+            span = WRITER.span(out)
+            if not (
+                _rules.overlapping(span, WRITER.span(data))
+                or _rules.overlapping(span, WRITER.span(indices))
+            ):
+                # NumPy reads the same memory without waking torch's thread pool
+                low, high = _rules.host_extremes(indices.numpy())
+                if not _rules.out_of_range(low, high, shape[ax], opset):
+                    WRITER.take_into(data, indices, ax, out, low)
+                    return out
+    return Backend.gather_out(backend, data, indices, axis, opset, out, WRITER)
+
+
+def _refusal(data: torch.Tensor, out: torch.Tensor) -> str | None:
+    """Why this call cannot write into ``out``, as PyTorch's own ``out=`` functions refuse."""
+    if compiling():
+        return (
+            "torch.compile and torch.export trace functional graphs, which have no out= "
+            "(return the result and let the compiler reuse its buffer)"
+        )
+    if tracing():
+        return "the TorchScript tracer records no writes into a caller's tensor"
+    if functorch_active():
+        return "torch.func transforms (vmap, grad, jacrev, ...) take no out= arrays"
+    if _forward_ad._current_level >= 0:
+        return "forward-mode AD cannot see a result written into out="
+    if torch.is_grad_enabled() and (data.requires_grad or out.requires_grad):
+        return (
+            "autograd cannot differentiate a result written into out=, and data or out "
+            "requires grad (call it under torch.no_grad() or detach them)"
+        )
+    return None
+
+
+class TorchOut(OutWriter):
+    """``out=`` for PyTorch tensors on any device: the index's bounds read on the host (one
+    sync on an accelerator), then ``index_select`` writes into ``out`` viewed in its shape."""
+
+    def accept(self, data: torch.Tensor, out: Any, fn: str) -> torch.Tensor:
+        if not isinstance(out, torch.Tensor):
+            raise _errors.out_type(fn, out, "torch.Tensor")
+        if out.layout is not torch.strided or out.is_nested:
+            raise _errors.unsupported_array(
+                fn, "out", out, f"layout {out.layout}", "pass a dense strided tensor"
+            )
+        why = _refusal(data, out)
+        if why is not None:
+            raise _errors.out_refused(fn, why)
+        return out
+
+    def span(self, x: Any) -> Span | None:
+        if isinstance(x, np.ndarray):
+            return host_span(x)
+        if x.device.type == "meta" or not x.numel():
+            return None
+        start = x.data_ptr()
+        if x.is_contiguous():
+            return str(x.device), start, start + x.nbytes
+        last = sum((n - 1) * s for n, s in zip(x.shape, x.stride(), strict=True))
+        return str(x.device), start, start + (last + 1) * x.element_size()
+
+    def read_bounds(self, index: torch.Tensor) -> tuple[int, int] | None:
+        return bounds.read(index)
+
+    def take_into(
+        self,
+        data: torch.Tensor,
+        index: torch.Tensor,
+        axis: int,
+        out: torch.Tensor,
+        low: int | None = None,
+    ) -> None:
+        """:meth:`OutWriter.take_into`; ``low``: the index's minimum, where it was read."""
+        if not out.numel():
+            return
+        size = data.shape[axis]
+        twin = kernels.BIT_TWIN.get(data.dtype)
+        if twin is not None:  # uint16/32/64 have few kernels: the same bits as signed ints
+            data, out = data.view(twin), out.view(twin)
+        if not index.ndim:  # one slice, copied from where it lies
+            value = int(index)
+            out.copy_(data.select(axis, value + size if value < 0 else value))
+            return
+        flat = index.reshape(-1)
+        pre, post = math.prod(data.shape[:axis]), math.prod(data.shape[axis + 1 :])
+        if low is not None and low >= 0:
+            pass
+        elif pre == 1 and data.nbytes <= flat.nbytes:
+            # Many indices into little data: the rows twice over take the index plus size,
+            # in [0, 2s-1], in one pass over it instead of three.
+            data, flat = torch.cat((data, data), axis), torch.add(flat, size)
+            size *= 2
+        else:
+            flat = kernels.wrap_eager(flat, size)
+        if not out.is_contiguous():
+            out.copy_(torch.index_select(data, axis, flat).view(out.shape))
+        elif data.is_contiguous():  # ATen copies whole rows of a 2-D or 3-D view
+            if pre == 1:
+                torch.index_select(data.view(size, post), 0, flat, out=out.view(-1, post))
+            else:
+                source = data.view(pre, size, post)
+                torch.index_select(source, 1, flat, out=out.view(pre, -1, post))
+        else:
+            dims = (*data.shape[:axis], flat.shape[0], *data.shape[axis + 1 :])
+            torch.index_select(data, axis, flat, out=out.view(dims))
+
+
+#: The one instance the backend uses.
+WRITER = TorchOut()

@@ -1,0 +1,354 @@
+"""``gather(..., out=)``: results equal NumPy's ``np.take``; every refusal leaves ``out`` as is."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support import Backend, from_numpy, need, numpy_dtype, random_data, to_numpy
+
+import gatherx
+from gatherx._rules import ONNX_DATA_DTYPES
+
+DTYPES = sorted(ONNX_DATA_DTYPES)
+#: (data shape, index shape, axis): rows, inner axes, the last axis, a scalar index, rank 4,
+#: many short rows (NumPy's doubled plan), an empty index.
+SHAPES = [
+    ((6, 4), (2, 3), 0),
+    ((3, 7, 5), (4,), 1),
+    ((3, 4, 9), (2, 2), -1),
+    ((5, 6), (), 1),
+    ((7,), (), 0),
+    ((2, 3, 5, 4), (3, 2), 2),
+    ((500, 2), (4000,), 0),
+    ((4, 3), (0,), 0),
+]
+
+
+def _indices(rng: np.random.Generator, size: int, shape: tuple[int, ...], dtype: str = "int64"):
+    return rng.integers(-size, size, size=shape).astype(dtype)  # negatives included
+
+
+def _oracle(data: np.ndarray, idx: np.ndarray, axis: int) -> np.ndarray:
+    want = np.empty(
+        data.shape[: axis % data.ndim] + idx.shape + data.shape[axis % data.ndim + 1 :],
+        data.dtype,
+    )
+    return np.take(data, idx % data.shape[axis], axis=axis, out=want)
+
+
+# ----------------------------------------------------------------------------------- results
+
+
+@pytest.mark.parametrize("name", DTYPES)
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_numpy_out_equals_numpy_take(name, index_dtype):
+    rng = np.random.default_rng(0)
+    for shape, ishape, axis in SHAPES:
+        data = random_data(rng, shape, name)
+        idx = _indices(rng, shape[axis], ishape, index_dtype)
+        want = _oracle(data, idx, axis)
+        out = np.empty_like(want)
+        got = gatherx.gather(data, idx, axis=axis, out=out)
+        assert got is out
+        np.testing.assert_array_equal(out, want)
+        assert out.dtype == want.dtype
+
+
+@pytest.mark.parametrize("name", sorted(ONNX_DATA_DTYPES - {"string"}))
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_torch_out_equals_numpy_take(name, index_dtype):
+    torch = need("torch")
+    rng = np.random.default_rng(1)
+    for shape, ishape, axis in SHAPES:
+        host = random_data(rng, shape, name)
+        idx = _indices(rng, shape[axis], ishape, index_dtype)
+        want = _oracle(host, idx, axis)
+        data = from_numpy(Backend.TORCH, host)
+        out = torch.empty(want.shape, dtype=data.dtype)
+        for ids in (torch.from_numpy(idx), idx, idx.tolist()):
+            got = gatherx.gather(data, ids, axis=axis, out=out)
+            assert got is out
+            got_host = to_numpy(out)
+            assert got_host.dtype == want.dtype
+            np.testing.assert_array_equal(got_host, want)
+            out.zero_()
+
+
+def test_numpy_out_layouts():
+    """Strided data and out, another byte order: written where ``out`` lies."""
+    rng = np.random.default_rng(2)
+    base = rng.standard_normal((8, 10, 6))
+    data = base[::2, :, ::-1]  # not contiguous
+    idx = np.array([[4, -1], [0, 9]])
+    want = _oracle(data, idx, 1)
+    room = np.zeros((4, 2, 2, 12))
+    out = room[..., ::2]  # not contiguous either
+    assert gatherx.gather(data, idx, axis=1, out=out) is out
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(room[..., 1::2], 0)  # nothing written between its elements
+    swapped = np.ascontiguousarray(base).astype(">f8")
+    out = np.empty((8, 2, 2, 6), ">f8")
+    gatherx.gather(swapped, idx, axis=1, out=out)
+    np.testing.assert_array_equal(out, _oracle(swapped, idx, 1))
+
+
+def test_torch_out_layouts():
+    torch = need("torch")
+    data = torch.arange(60.0).reshape(5, 12)[:, ::2]  # (5, 6), not contiguous
+    idx = torch.tensor([[0, -1, 2]])
+    want = _oracle(data.numpy(), idx.numpy(), 1)  # (5, 1, 3)
+    room = torch.zeros(5, 1, 6)
+    out = room[..., ::2]  # not contiguous
+    assert gatherx.gather(data, idx, axis=1, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), want)
+    np.testing.assert_array_equal(room[..., 1::2].numpy(), 0)
+    out = torch.zeros(3, 1, 5).permute(2, 1, 0)  # (5, 1, 3), transposed
+    gatherx.gather(data.contiguous(), idx, axis=1, out=out)
+    np.testing.assert_array_equal(out.numpy(), want)
+
+
+def test_torch_out_under_no_grad():
+    """torch's own ``out=`` functions take tensors requiring grad where nothing is recorded."""
+    torch = need("torch")
+    leaf = torch.arange(12.0).reshape(4, 3).requires_grad_()
+    out = torch.empty(2, 3)
+    with torch.no_grad():
+        gatherx.gather(leaf, [3, -4], out=out)
+    np.testing.assert_array_equal(out.numpy(), _oracle(leaf.detach().numpy(), np.array([3, -4]), 0))
+
+
+def test_out_none_is_the_plain_call():
+    data = np.arange(12.0).reshape(4, 3)
+    np.testing.assert_array_equal(gatherx.gather(data, [1, -1], out=None), data[[1, -1]])
+
+
+def test_loop_reuses_one_buffer():
+    """The documented pattern: one buffer, refilled each step, never reallocated."""
+    rng = np.random.default_rng(3)
+    table = rng.standard_normal((100, 8)).astype(np.float32)
+    batch = np.empty((16, 8), np.float32)
+    for _ in range(5):
+        ids = rng.integers(-100, 100, 16)
+        assert gatherx.gather(table, ids, out=batch) is batch
+        np.testing.assert_array_equal(batch, table[ids])
+
+
+# ---------------------------------------------------------------------------------- refusals
+
+DATA = np.arange(12.0).reshape(4, 3)
+
+
+def _refused(data, indices, out, error, text, **kw):
+    """The call raises ``error`` matching ``text`` and leaves ``out`` exactly as it was."""
+    before = to_numpy(out).copy() if not isinstance(out, np.ndarray) else out.copy()
+    with pytest.raises(error, match=text):
+        gatherx.gather(data, indices, out=out, **kw)
+    after = to_numpy(out) if not isinstance(out, np.ndarray) else out
+    np.testing.assert_array_equal(after, before)
+
+
+def _sentinel(shape, dtype=np.float64):
+    return np.full(shape, -7, dtype)
+
+
+@pytest.mark.parametrize(
+    ("indices", "kw", "error", "text"),
+    [
+        ([[0, 4]], {}, IndexError, r"idx=4 at position \(0, 1\)"),
+        ([[0, -5]], {}, IndexError, r"idx=-5 at position \(0, 1\)"),
+        ([[0, -1]], {"opset": 10}, IndexError, r"negative indices need opset >= 11"),
+        (np.array([[0, 1]], np.int16), {}, TypeError, "int32 or int64"),
+        ([[0, 1]], {"axis": 2}, ValueError, "axis 2 is out of the accepted range"),
+        ([[0, 1]], {"opset": 0}, ValueError, "opset must be >= 1"),
+    ],
+)
+def test_numpy_bad_inputs_leave_out_untouched(indices, kw, error, text):
+    _refused(DATA, indices, _sentinel((1, 2, 3)), error, text, **kw)
+
+
+def test_numpy_out_of_range_late_in_a_large_index_writes_nothing():
+    """A bad index after many good ones: the check runs before any row is written."""
+    data = np.random.default_rng(4).standard_normal((500, 2))
+    idx = np.tile(np.arange(-500, 500), 4)
+    idx[-1] = 500
+    _refused(data, idx, _sentinel((4000, 2)), IndexError, r"idx=500 at position \(3999,\)")
+
+
+@pytest.mark.parametrize(
+    ("out", "error", "text"),
+    [
+        (_sentinel((2, 2)), ValueError, r"out has shape \(2, 2\), but the result has shape \(2, 3"),
+        (_sentinel((2, 3), np.float32), TypeError, "float32, but the result has dtype float64"),
+        (_sentinel((2, 3), ">f8"), TypeError, "out has dtype >f8"),
+        (np.ma.masked_array(_sentinel((2, 3))), TypeError, "out of type numpy.MaskedArray"),
+    ],
+)  # fmt: skip
+def test_numpy_out_mismatch(out, error, text):
+    _refused(DATA, [0, 1], out, error, text)
+
+
+def test_numpy_out_wrong_framework():
+    torch = need("torch")
+    out = torch.full((2, 3), -7.0, dtype=torch.float64)
+    _refused(DATA, [0, 1], out, TypeError, "out must be a numpy.ndarray like the data, got torch")
+
+
+def test_numpy_out_read_only():
+    out = _sentinel((2, 3))
+    out.flags.writeable = False
+    _refused(DATA, [0, 1], out, ValueError, "out is read-only")
+
+
+def test_numpy_out_overlaps():
+    data = np.arange(24.0).reshape(8, 3)
+    _refused(data, [0, 1], data[:2], ValueError, "out shares memory with data")
+    _refused(data, [0, 1], data[6:], ValueError, "out shares memory with data")
+    room = np.arange(8, dtype=np.int64)
+    idx = room[:2]
+    _refused(np.arange(10, dtype=np.int64), idx, room[1:3], ValueError, "with indices")
+    # disjoint parts of one buffer are fine
+    buf = np.zeros((10, 3))
+    buf[:4] = DATA
+    gatherx.gather(buf[:4], [3, 0], out=buf[6:8])
+    np.testing.assert_array_equal(buf[6:8], DATA[[3, 0]])
+
+
+def _torch_out(torch, shape=(2, 3), **kw):
+    return torch.full(shape, -7.0, dtype=kw.pop("dtype", torch.float64), **kw)
+
+
+def test_torch_out_mismatch_and_overlap():
+    torch = need("torch")
+    data = torch.from_numpy(DATA.copy())
+    idx = torch.tensor([0, 1])
+    _refused(data, idx, _torch_out(torch, (3, 2)), ValueError, r"out has shape \(3, 2\)")
+    _refused(data, idx, _torch_out(torch, dtype=torch.float32), TypeError, "torch.float32")
+    with pytest.raises(ValueError, match="out is on device meta, but the result is on device cpu"):
+        gatherx.gather(data, idx, out=_torch_out(torch, device="meta"))
+    _refused(data, idx, np.full((2, 3), -7.0), TypeError, "out must be a torch.Tensor")
+    sparse = _torch_out(torch).to_sparse()
+    with pytest.raises(TypeError, match=r"layout torch\.sparse_coo"):
+        gatherx.gather(data, idx, out=sparse)
+    _refused(data, idx, data[2:], ValueError, "out shares memory with data")
+    ids = np.arange(6, dtype=np.int64)
+    out = torch.from_numpy(ids)[:3]  # the host indices' own memory
+    _refused(torch.arange(10), ids[2:5], out, ValueError, "with indices")
+    _refused(data, [[0, 9]], _torch_out(torch, (1, 2, 3)), IndexError, "idx=9")
+
+
+@pytest.mark.parametrize("who", ["data", "out"])
+def test_torch_out_refuses_tensors_requiring_grad(who):
+    torch = need("torch")
+    data = torch.from_numpy(DATA.copy())
+    out = _torch_out(torch)
+    if who == "data":
+        data.requires_grad_()
+    else:
+        out.requires_grad_()
+    with pytest.raises(TypeError, match="autograd cannot differentiate a result written into out="):
+        gatherx.gather(data, [0, 1], out=out)
+    np.testing.assert_array_equal(out.detach().numpy(), -7.0)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.trace` is deprecated:DeprecationWarning")
+def test_torch_out_refused_under_transforms():
+    torch = need("torch")
+    data = torch.from_numpy(DATA.copy())
+    idx = torch.tensor([0, 1])
+    out = _torch_out(torch)
+
+    def call(d, i):
+        return gatherx.gather(d, i, out=out)
+
+    with pytest.raises(TypeError, match=r"torch\.func transforms"):
+        torch.func.vmap(lambda i: gatherx.gather(data, i, out=out[0]))(idx)
+    with pytest.raises(TypeError, match=r"torch\.func transforms"):
+        torch.func.grad(lambda d: call(d, idx).sum())(data)
+    import torch.autograd.forward_ad as fwad
+
+    with fwad.dual_level():
+        dual = fwad.make_dual(data, torch.ones_like(data))
+        with pytest.raises(TypeError, match="forward-mode AD"):
+            call(dual, idx)
+    with pytest.raises(TypeError, match="TorchScript tracer"):
+        torch.jit.trace(call, (data, idx), check_trace=False)
+    with pytest.raises(TypeError, match=r"torch\.compile and torch\.export"):
+        torch.compile(call, backend="eager")(data, idx)
+    np.testing.assert_array_equal(out.numpy(), -7.0)
+
+
+def test_torch_out_refused_by_export():
+    torch = need("torch")
+    out = _torch_out(torch)
+
+    class Mod(torch.nn.Module):
+        def forward(self, d, i):
+            return gatherx.gather(d, i, out=out)
+
+    with pytest.raises(Exception, match=r"torch\.compile and torch\.export") as info:
+        torch.export.export(Mod(), (torch.from_numpy(DATA.copy()), torch.tensor([0, 1])))
+    assert isinstance(info.value, TypeError) or isinstance(info.value.__cause__, TypeError)
+    np.testing.assert_array_equal(out.numpy(), -7.0)
+
+
+@pytest.mark.parametrize("lib", ["jax", "dask", "array_api_strict"])
+def test_immutable_and_lazy_arrays_refuse_out(lib):
+    out = _sentinel((2, 3))
+    if lib == "jax":
+        data = need("jax.numpy").asarray(DATA)
+    elif lib == "dask":
+        data = need("dask.array").from_array(DATA, chunks=2)
+    else:
+        data = from_numpy(Backend.ARRAY_API_STRICT, DATA)
+    name = {"array_api_strict": "array-api"}.get(lib, lib)
+    _refused(data, [0, 1], out, TypeError, f"{name} arrays are immutable or computed lazily")
+
+
+def test_numpy_dtype_names_in_messages():
+    """A string dtype's length is part of it: U3 is not U7."""
+    data = np.array(["abcdefg", "b"], dtype=numpy_dtype("string"))
+    _refused(data, [1], np.array(["zzz"], "U3"), TypeError, "<U3")
+
+
+def test_torch_out_reads_bounds_under_the_device_policy():
+    """Where gatherx would check on the device, asynchronously, out= reads the index first:
+    a bad index still leaves out untouched, with the host's IndexError."""
+    torch = need("torch")
+    from gatherx import _policy
+
+    data = torch.from_numpy(DATA.copy())
+    out = _torch_out(torch)
+    with _policy.force("device"):
+        _refused(data, torch.tensor([0, 7]), out, IndexError, r"idx=7 at position \(1,\)")
+        gatherx.gather(data, torch.tensor([-1, 0]), out=out)
+    np.testing.assert_array_equal(out.numpy(), DATA[[-1, 0]])
+
+
+# ------------------------------------------------------------------------------------- bench
+
+
+def test_bench_reports_huge_pages_first_and_the_out_task(capsys):
+    from gatherx.bench import main
+
+    assert main(["--quick", "--repeats", "1", "--cases", "small", "--backends", "numpy"]) == 0
+    text = capsys.readouterr().out
+    first = text.splitlines()[0]
+    assert first.startswith("gatherx bench: PyTorch huge pages ")
+    assert "THP_MEM_ALLOC_ENABLE" in first
+    summary, _, outs = text.split("\n\n")[1:4]
+    assert "gatherx / preallocated copy | gatherx / allocating copy" in summary.splitlines()[0]
+    assert "| small | numpy | forward (out=) | " in summary
+    assert outs.splitlines()[0].startswith("| case | output | backend | gatherx | gatherx out= |")
+    assert "| small | (100, 16) (0.0 MiB) | numpy |" in outs
+
+
+@pytest.mark.parametrize(("value", "on"), [("1", True), ("0", False), (None, False)])
+def test_bench_names_the_torch_huge_page_setting(monkeypatch, value, on):
+    from gatherx.bench import machine
+
+    if value is None:
+        monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False)
+    else:
+        monkeypatch.setenv("THP_MEM_ALLOC_ENABLE", value)
+    text = machine.huge_pages()
+    assert text.startswith("PyTorch huge pages on" if on else "PyTorch huge pages off")
