@@ -117,6 +117,31 @@ def test_torch_out_under_no_grad():
     np.testing.assert_array_equal(out.numpy(), _oracle(leaf.detach().numpy(), np.array([3, -4]), 0))
 
 
+@pytest.mark.parametrize("view", ["conj", "neg", "requires_grad", "strided_out", "strided_data"])
+def test_torch_out_short_rows_on_every_layout(view):
+    """Many short rows take NumPy's writer on the tensors' memory: views NumPy cannot read
+    as they are (a conjugate or negative bit, a tensor requiring grad) and strided out or data
+    give the same values as NumPy's take."""
+    torch = need("torch")
+    rng = np.random.default_rng(3)
+    values = rng.standard_normal((300, 2)) + 1j * rng.standard_normal((300, 2))
+    base = torch.from_numpy(values.astype(np.complex64))
+    idx = torch.from_numpy(rng.integers(-300, 300, 5000))
+    room = torch.zeros(5000, 4, dtype=base.dtype)
+    out = room[:, ::2] if view == "strided_out" else room[:, :2].contiguous()
+    data = {
+        "conj": base.conj(),
+        "neg": torch.ops.aten._neg_view(base),
+        "requires_grad": base.clone().requires_grad_(),
+        "strided_out": base,
+        "strided_data": torch.from_numpy(np.repeat(values, 2, axis=1).astype(np.complex64))[:, ::2],
+    }[view]
+    plain = data.detach().resolve_conj().resolve_neg().numpy()
+    with torch.no_grad():
+        assert gatherx.gather(data, idx, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), _oracle(plain, idx.numpy(), 0))
+
+
 def test_out_none_is_the_plain_call():
     data = np.arange(12.0).reshape(4, 3)
     np.testing.assert_array_equal(gatherx.gather(data, [1, -1], out=None), data[[1, -1]])

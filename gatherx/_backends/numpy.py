@@ -156,7 +156,7 @@ class _NumpyOut(OutWriter):
             data.take(_non_negative(index, size), axis, out=out, mode="wrap")
 
 
-_OUT = _NumpyOut()
+_OUT = OUT_WRITER = _NumpyOut()
 
 
 def take_by_plan(plan: str | None, data: np.ndarray, index: np.ndarray, axis: int) -> np.ndarray:

@@ -7,11 +7,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .cases import Case, goal_for
+from .cases import OUT_TASK, Case, goal_for
 from .formulations import Entry
-
-#: The task of a gather into a preallocated ``out=``, beside the plain ``forward``.
-OUT_TASK = "forward (out=)"
 
 
 @dataclass

@@ -10,7 +10,9 @@ import torch
 
 from ... import _errors, _rules
 from ..._rules import Span
+from ..._strategy import torch_out_plan
 from ..base import Backend, OutWriter, host_span
+from ..numpy import OUT_WRITER as numpy_out
 from . import bounds, kernels
 from .modes import compiling, functorch_active, plain_eager, tracing
 
@@ -26,6 +28,13 @@ _FAST_DATA_DTYPES = tuple(
         if isinstance(getattr(torch, n, None), torch.dtype)
     )
     for since in (_rules.NEGATIVE_INDICES_SINCE, _rules.BFLOAT16_SINCE)
+)
+
+#: The dtypes NumPy can view a CPU tensor's memory as (all but bfloat16 and the rest).
+_NUMPY_DTYPES = frozenset(
+    getattr(torch, n)
+    for n in _rules.ONNX_DATA_DTYPES - {"string", "bfloat16"}
+    if isinstance(getattr(torch, n, None), torch.dtype)
 )
 
 
@@ -131,6 +140,24 @@ class TorchOut(OutWriter):
         if not out.numel():
             return
         size = data.shape[axis]
+        pre, post = math.prod(data.shape[:axis]), math.prod(data.shape[axis + 1 :])
+        if index.ndim and (
+            torch_out_plan(
+                data.device.type, pre, post * data.element_size(), data.dtype in _NUMPY_DTYPES
+            )
+            == "numpy"
+            and out.is_contiguous()
+            and not (data.is_conj() or data.is_neg())
+        ):
+            numpy_out.take_into(
+                # detached views: under no_grad, data or out may still require grad
+                data.detach().numpy(),
+                index.numpy(),
+                axis,
+                out.detach().numpy(),
+                -1 if low is None else low,
+            )
+            return
         twin = kernels.BIT_TWIN.get(data.dtype)
         if twin is not None:  # uint16/32/64 have few kernels: the same bits as signed ints
             data, out = data.view(twin), out.view(twin)
@@ -139,7 +166,6 @@ class TorchOut(OutWriter):
             out.copy_(data.select(axis, value + size if value < 0 else value))
             return
         flat = index.reshape(-1)
-        pre, post = math.prod(data.shape[:axis]), math.prod(data.shape[axis + 1 :])
         if low is not None and low >= 0:
             pass
         elif pre == 1 and data.nbytes <= flat.nbytes:
