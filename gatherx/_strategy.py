@@ -16,6 +16,10 @@ from collections.abc import Callable
 # gather_grad: np.add.at's per-element loop is slow for repeated indices, so whole-row or
 # flat-element scatters replace it except on gradients too small to repay their overhead.
 
+#: ``out=`` in mode "wrap" takes indices of both signs as given up to this many: its branch
+#: on the sign mispredicts on many random ones (docs/performance.md), which a branch-free
+#: pass to non-negative indices avoids.
+NUMPY_OUT_AS_GIVEN_INDICES = 256
 #: Outputs of fewer elements: ``raise`` (the other plans' extra calls cost more than they save).
 NUMPY_PLAN_MIN_OUTPUT = 1 << 14
 #: Rows (``post * itemsize`` bytes) of these lengths, with ``pre == 1``: ``rows1d``.

@@ -142,6 +142,22 @@ def test_torch_out_short_rows_on_every_layout(view):
     np.testing.assert_array_equal(out.numpy(), _oracle(plain, idx.numpy(), 0))
 
 
+@pytest.mark.parametrize("strided", [False, True])
+@pytest.mark.parametrize(("shape", "axis"), [((2048, 1024), 1), ((6, 5, 4), 1), ((7, 3), 0)])
+def test_torch_out_scalar_index_by_both_slice_plans(shape, axis, strided):
+    """A scalar index writes its one slice by the eager pick's rule (a column of a wide matrix
+    by narrow_copy, other slices by select_copy), into contiguous and strided out alike."""
+    torch = need("torch")
+    data = torch.arange(float(np.prod(shape))).reshape(shape)
+    want = _oracle(data.numpy(), np.array(-2), axis)
+    room = torch.zeros((*want.shape, 2))
+    out = room[..., 0] if strided else torch.zeros(want.shape)
+    assert gatherx.gather(data, torch.tensor(-2), axis=axis, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), want)
+    if strided:
+        np.testing.assert_array_equal(room[..., 1].numpy(), 0)
+
+
 def test_out_none_is_the_plain_call():
     data = np.arange(12.0).reshape(4, 3)
     np.testing.assert_array_equal(gatherx.gather(data, [1, -1], out=None), data[[1, -1]])

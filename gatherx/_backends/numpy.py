@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import _errors, _rules
 from .._indices import PYTHON_TYPES, host_indices, plain_ndarray
-from .._strategy import numpy_forward_plan, numpy_grad_plan
+from .._strategy import NUMPY_OUT_AS_GIVEN_INDICES, numpy_forward_plan, numpy_grad_plan
 from .base import Backend, OutWriter
 
 #: The formulations of the forward, named as :func:`gatherx._strategy.numpy_forward_plan`
@@ -150,9 +150,8 @@ class _NumpyOut(OutWriter):
             # One pass over the index instead of three: index + size lies in [0, 2s-1].
             twice = np.concatenate((data, data), axis=axis, dtype=data.dtype)
             twice.take(np.add(index, size, dtype=np.intp), axis, out=out, mode="wrap")
-        elif plan == "raise":
-            # rows long enough (or calls small enough) that mode "raise" pays its per-index
-            # branch: mode "wrap" takes the same branch, without "raise"'s copy of out
+        elif plan == "raise" and index.size <= NUMPY_OUT_AS_GIVEN_INDICES:
+            # few indices: mode "wrap" takes "raise"'s branch on the sign, without its copy
             data.take(index, axis, out=out, mode="wrap")
         else:
             data.take(_non_negative(index, size), axis, out=out, mode="wrap")

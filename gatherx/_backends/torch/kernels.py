@@ -189,14 +189,24 @@ def take_eager(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tens
 
 
 def pick(
-    data: torch.Tensor, value: int, axis: int, shape: torch.Size | None = None
+    data: torch.Tensor,
+    value: int,
+    axis: int,
+    shape: torch.Size | None = None,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """The slice of ``data`` (of ``shape``, if read already) at one checked, non-negative
-    ``value`` on ``axis``, copied, by :func:`gatherx._strategy.torch_scalar_plan`;
-    differentiable by torch's own rules (its backward copies the gradient into zeros at the
-    one slice: the scatter-add of a slice)."""
+    ``value`` on ``axis``, copied (into ``out``, if given), by
+    :func:`gatherx._strategy.torch_scalar_plan`; differentiable by torch's own rules (its
+    backward copies the gradient into zeros at the one slice: the scatter-add of a slice)."""
     if shape is None:
         shape = data.shape
-    if torch_scalar_plan(shape, axis, data.element_size(), data.is_contiguous) == "narrow":
+    narrow = torch_scalar_plan(shape, axis, data.element_size(), data.is_contiguous) == "narrow"
+    if out is not None:
+        # narrow_copy's out= writes a strided out as if it were contiguous
+        if narrow and out.is_contiguous():
+            return torch.narrow_copy(data, axis, value, 1, out=out.unsqueeze(axis))
+        return torch.select_copy(data, axis, value, out=out)
+    if narrow:
         return torch.narrow_copy(data, axis, value, 1).squeeze_(axis)  # a tensor of its own
     return torch.select_copy(data, axis, value)

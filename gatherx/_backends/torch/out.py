@@ -161,9 +161,9 @@ class TorchOut(OutWriter):
         twin = kernels.BIT_TWIN.get(data.dtype)
         if twin is not None:  # uint16/32/64 have few kernels: the same bits as signed ints
             data, out = data.view(twin), out.view(twin)
-        if not index.ndim:  # one slice, copied from where it lies
+        if not index.ndim:  # one slice, copied by the rule of an eager scalar pick
             value = int(index)
-            out.copy_(data.select(axis, value + size if value < 0 else value))
+            kernels.pick(data, value + size if value < 0 else value, axis, out=out)
             return
         flat = index.reshape(-1)
         if low is not None and low >= 0:
