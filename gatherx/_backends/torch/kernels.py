@@ -203,10 +203,11 @@ def pick(
         shape = data.shape
     narrow = torch_scalar_plan(shape, axis, data.element_size(), data.is_contiguous) == "narrow"
     if out is not None:
-        # narrow_copy's out= writes a strided out as if it were contiguous
+        # narrow_copy's out= writes a strided out as if it were contiguous; select_copy's
+        # out= is 2x slower than a copy of the selected view (docs/performance.md)
         if narrow and out.is_contiguous():
             return torch.narrow_copy(data, axis, value, 1, out=out.unsqueeze(axis))
-        return torch.select_copy(data, axis, value, out=out)
+        return out.copy_(data.select(axis, value))
     if narrow:
         return torch.narrow_copy(data, axis, value, 1).squeeze_(axis)  # a tensor of its own
     return torch.select_copy(data, axis, value)
