@@ -494,8 +494,11 @@ def _impl_check(c: ConformanceCase, fn: Callable[..., Any], where: str, attr: st
 
 
 @functools.cache
-def _model(dtype: np.dtype, index_dtype: np.dtype, axis: int, ranks: tuple[int, int]) -> Any:
-    """A one-node Gather-13 model for these dtypes, axis and ranks (dimensions left free)."""
+def gather_model(
+    dtype: np.dtype, index_dtype: np.dtype, axis: int, ranks: tuple[int, int], opset: int = 13
+) -> Any:
+    """A one-node Gather model of ``opset`` for these dtypes, axis and ranks (dimensions left
+    free), checked by ``onnx.checker``."""
     import onnx
     from onnx import helper
 
@@ -509,7 +512,7 @@ def _model(dtype: np.dtype, index_dtype: np.dtype, axis: int, ranks: tuple[int, 
          helper.make_tensor_value_info("indices", index_t, [None] * ranks[1])],
         [helper.make_tensor_value_info("output", data_t, [None] * (sum(ranks) - 1))],
     )  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = min(model.ir_version, 9)  # what every onnxruntime of opset 13 reads
     onnx.checker.check_model(model)
     return model
@@ -519,7 +522,7 @@ def _model(dtype: np.dtype, index_dtype: np.dtype, axis: int, ranks: tuple[int, 
 def _session(dtype: np.dtype, index_dtype: np.dtype, axis: int, ranks: tuple[int, int]) -> Any:
     import onnxruntime
 
-    model = _model(dtype, index_dtype, axis, ranks)
+    model = gather_model(dtype, index_dtype, axis, ranks)
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 4  # the errors the suite provokes are results, not log lines
     return onnxruntime.InferenceSession(
@@ -537,6 +540,6 @@ def onnx_reference_gather(data: np.ndarray, indices: np.ndarray, axis: int) -> n
     """Gather by ``onnx.reference.ReferenceEvaluator`` (one-node Gather-13 model)."""
     from onnx.reference import ReferenceEvaluator
 
-    model = _model(data.dtype, indices.dtype, axis, (data.ndim, indices.ndim))
+    model = gather_model(data.dtype, indices.dtype, axis, (data.ndim, indices.ndim))
     outputs: Any = ReferenceEvaluator(model).run(None, {"data": data, "indices": indices})
     return np.asarray(outputs[0])

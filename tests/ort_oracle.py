@@ -15,23 +15,11 @@ ORT_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uin
 
 @functools.cache
 def _session(dtype: str, index_dtype: str, axis: int, opset: int, ranks: tuple[int, int]):
-    onnx = need("onnx")
+    need("onnx")
     ort = need("onnxruntime")
-    from onnx import helper
-    from onnx.helper import np_dtype_to_tensor_dtype
+    from gatherx._check import gather_model  # the model the onnxruntime adapter runs
 
-    data_t = np_dtype_to_tensor_dtype(np.dtype(dtype))
-    index_t = np_dtype_to_tensor_dtype(np.dtype(index_dtype))
-    node = helper.make_node("Gather", ["data", "indices"], ["output"], axis=axis)
-    graph = helper.make_graph(
-        [node], "gather",
-        [helper.make_tensor_value_info("data", data_t, [None] * ranks[0]),
-         helper.make_tensor_value_info("indices", index_t, [None] * ranks[1])],
-        [helper.make_tensor_value_info("output", data_t, [None] * (sum(ranks) - 1))],
-    )  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = min(model.ir_version, 9)
-    onnx.checker.check_model(model)
+    model = gather_model(np.dtype(dtype), np.dtype(index_dtype), axis, ranks, opset)
     return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
 
 
