@@ -10,27 +10,8 @@ import torch
 from ... import _errors, _policy, _rules
 from ..base import Backend
 from . import autograd, bounds, kernels
+from .domain import FAST_DATA_DTYPES, GRAD_DTYPES, INDEX_DTYPES, PLAIN_TYPES, plain, plain_cpu
 from .modes import compiling, needs_autograd, plain_eager, tracing
-
-#: Plain tensors and parameters: subclasses with their own __torch_function__ (FakeTensor
-#: included) take the flow.
-_PLAIN_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
-_INDEX_DTYPES = frozenset(getattr(torch, name) for name in _rules.INDEX_DTYPES)
-_STRIDED = torch.strided
-
-
-def _torch_dtypes(names: frozenset[str]) -> frozenset[torch.dtype]:
-    return frozenset(
-        getattr(torch, n) for n in names if isinstance(getattr(torch, n, None), torch.dtype)
-    )
-
-
-#: The data dtypes the eager path decides, for opsets from Gather-11 (index 0) and Gather-13 (1).
-_FAST_DATA_DTYPES = (
-    _torch_dtypes(_rules.data_dtypes(_rules.NEGATIVE_INDICES_SINCE)),
-    _torch_dtypes(_rules.data_dtypes(_rules.BFLOAT16_SINCE)),
-)
-_GRAD_DTYPES = _torch_dtypes(_rules.GRAD_DTYPES)
 
 
 class TorchBackend(Backend):
@@ -45,15 +26,15 @@ class TorchBackend(Backend):
         kind = type(indices)
         if (
             (kind is torch.Tensor or kind is int)
-            and type(data) in _PLAIN_TYPES
+            and type(data) in PLAIN_TYPES
             and _rules.plain_call(axis, opset, rank := data.ndim)
-            and data.dtype in _FAST_DATA_DTYPES[opset >= _rules.BFLOAT16_SINCE]
+            and data.dtype in FAST_DATA_DTYPES[opset >= _rules.BFLOAT16_SINCE]
         ):
             out = None
             if kind is int:  # a value on the host: read at no cost, for data on any device
-                if _plain(data) and plain_eager():
+                if plain(data) and plain_eager():
                     out = self._eager_pick(data, indices, axis % rank)
-            elif indices.dtype in _INDEX_DTYPES and _plain_cpu(data, indices):
+            elif indices.dtype in INDEX_DTYPES and plain_cpu(data, indices):
                 if indices.ndim:
                     out = self._eager_gather(data, indices, axis % rank, opset)
                 else:  # read at no cost on the CPU
@@ -113,11 +94,11 @@ class TorchBackend(Backend):
             type(indices) is torch.Tensor
             and type(axis) is int
             and type(grad) is torch.Tensor
-            and indices.dtype in _INDEX_DTYPES
-            and grad.dtype in _GRAD_DTYPES
+            and indices.dtype in INDEX_DTYPES
+            and grad.dtype in GRAD_DTYPES
             and not grad.requires_grad
             and indices.numel()
-            and _plain_cpu(grad, indices)
+            and plain_cpu(grad, indices)
         ):
             fn = "gather_grad"
             shape = _rules.check_shape(shape)
@@ -198,24 +179,6 @@ class TorchBackend(Backend):
         from . import out as into  # out= only: most programs never import it
 
         return into.gather_out(self, data, indices, axis, opset, out)
-
-
-def _plain(x: torch.Tensor) -> bool:
-    """Strided and not nested: what the eager path takes."""
-    return x.layout is _STRIDED and not x.is_nested
-
-
-def _plain_cpu(x: torch.Tensor, index: torch.Tensor) -> bool:
-    """Both strided, not nested, on the CPU, and plain eager mode: the eager path's domain."""
-    return (
-        x.is_cpu
-        and index.is_cpu
-        and x.layout is _STRIDED
-        and index.layout is _STRIDED
-        and not x.is_nested
-        and not index.is_nested
-        and plain_eager()
-    )
 
 
 def _refuse_layouts(x: torch.Tensor, fn: str, role: str) -> None:

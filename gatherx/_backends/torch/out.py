@@ -14,28 +14,11 @@ from ..._strategy import torch_out_plan
 from ..base import Backend, OutWriter, host_span
 from ..numpy import OUT_WRITER as numpy_out
 from . import bounds, kernels
-from .modes import compiling, functorch_active, plain_eager, tracing
+from .domain import FAST_DATA_DTYPES, INDEX_DTYPES, NUMPY_DTYPES, PLAIN_TYPES, plain, plain_cpu
+from .modes import compiling, functorch_active, tracing
 
 _forward_ad = torch.autograd.forward_ad
 _grad_enabled = torch.is_grad_enabled
-_PLAIN_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
-_INDEX_DTYPES = frozenset(getattr(torch, name) for name in _rules.INDEX_DTYPES)
-#: The data dtypes the eager path decides, for opsets from Gather-11 (index 0) and Gather-13 (1).
-_FAST_DATA_DTYPES = tuple(
-    frozenset(
-        getattr(torch, n)
-        for n in _rules.data_dtypes(since)
-        if isinstance(getattr(torch, n, None), torch.dtype)
-    )
-    for since in (_rules.NEGATIVE_INDICES_SINCE, _rules.BFLOAT16_SINCE)
-)
-
-#: The dtypes NumPy can view a CPU tensor's memory as (all but bfloat16 and the rest).
-_NUMPY_DTYPES = frozenset(
-    getattr(torch, n)
-    for n in _rules.ONNX_DATA_DTYPES - {"string", "bfloat16"}
-    if isinstance(getattr(torch, n, None), torch.dtype)
-)
 
 
 def gather_out(
@@ -46,18 +29,15 @@ def gather_out(
     warm time), by the same rules as the flow, which takes every other call and every error."""
     if (
         type(indices) is torch.Tensor
-        and type(data) in _PLAIN_TYPES
+        and type(data) in PLAIN_TYPES
         and type(out) is torch.Tensor
         and _rules.plain_call(axis, opset, data.ndim)
-        and indices.dtype in _INDEX_DTYPES
-        and data.dtype in _FAST_DATA_DTYPES[opset >= _rules.BFLOAT16_SINCE]
+        and indices.dtype in INDEX_DTYPES
+        and data.dtype in FAST_DATA_DTYPES[opset >= _rules.BFLOAT16_SINCE]
         and out.dtype is data.dtype
-        and data.is_cpu
-        and indices.is_cpu
         and out.is_cpu
-        and data.layout is indices.layout is out.layout is torch.strided
-        and not (data.is_nested or indices.is_nested or out.is_nested)
-        and plain_eager()
+        and plain(out)
+        and plain_cpu(data, indices)
         and not (_grad_enabled() and (data.requires_grad or out.requires_grad))
         and indices.numel()
     ):
@@ -143,7 +123,7 @@ class TorchOut(OutWriter):
         pre, post = math.prod(data.shape[:axis]), math.prod(data.shape[axis + 1 :])
         if index.ndim and (
             torch_out_plan(
-                data.device.type, pre, post * data.element_size(), data.dtype in _NUMPY_DTYPES
+                data.device.type, pre, post * data.element_size(), data.dtype in NUMPY_DTYPES
             )
             == "numpy"
             and out.is_contiguous()
