@@ -180,11 +180,17 @@ class Backend:
             raise _errors.out_of_bounds(fn, value, where, size, axis, opset)
         return self.wrap(index, size, low, opset) if wrap else index
 
-    def gather(self, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
+    def checked_data(self, data: Any, axis: Any, opset: Any) -> tuple[Any, int, int]:
+        """(data, axis, opset) of a gather, validated by the rules: the first steps of
+        :meth:`gather` and :meth:`gather_out` alike."""
         opset = _rules.check_opset(opset)
         data = self.check_array(data, "gather", "data")
         axis = _rules.normalize_axis(axis, data.ndim)
         _rules.check_data_dtype(self.dtype_name(data), opset, self.name)
+        return data, axis, opset
+
+    def gather(self, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
+        data, axis, opset = self.checked_data(data, axis, opset)
         index = self.index(indices, data, "gather")
         index = self.bounded(index, data, data.shape[axis], axis, opset, "gather")
         return self.take(data, index, axis)
@@ -201,10 +207,7 @@ class Backend:
         the inputs, of ``out`` and of the index values has passed. ``writer``: the
         :meth:`out_writer` of a backend whose fast path calls this flow."""
         fn = "gather"
-        opset = _rules.check_opset(opset)
-        data = self.check_array(data, fn, "data")
-        axis = _rules.normalize_axis(axis, data.ndim)
-        _rules.check_data_dtype(self.dtype_name(data), opset, self.name)
+        data, axis, opset = self.checked_data(data, axis, opset)
         writer = writer or self.out_writer()
         if writer is None:
             why = f"{self.name} arrays are immutable or computed lazily, so none is written into"
