@@ -177,6 +177,45 @@ def host_extremes(values: np.ndarray) -> tuple[int, int]:
     return int(values.min()), int(values.max())
 
 
+_UNSIGNED = {4: np.uint32, 8: np.uint64}
+_SIGNED_MAX = {4: 2**31 - 1, 8: 2**63 - 1}
+
+
+def host_wrapped(values: np.ndarray, size: int, opset: int) -> np.ndarray | None:
+    """Host int32/int64 ``values`` (native byte order) checked against :func:`index_range`
+    and made non-negative: an array of their shape in [0, size-1] (``values`` itself where
+    none is negative and few are read), or None if one lies outside the range.
+
+    Two passes and a maximum, without a branch: read as unsigned integers, a value in
+    [-size, -1] plus ``size`` wraps around into [0, size-1], and the smaller of a value and
+    itself plus ``size`` is the wrapped one when it is valid and at least ``size`` when not.
+    """
+    lo, hi = index_range(size, opset)
+    if values.size <= SMALL_HOST_INDEX:  # as Python ints: cheaper than three NumPy calls
+        flat = values.ravel().tolist()
+        if not flat or (min(flat) >= 0 and max(flat) <= hi):
+            return values
+        if min(flat) < lo or max(flat) > hi:
+            return None
+        wide = size > _SIGNED_MAX[values.itemsize]  # int32 indices of a longer axis
+        wrapped_list = [v + size if v < 0 else v for v in flat]
+        return np.array(wrapped_list, np.int64 if wide else values.dtype).reshape(values.shape)
+    if size > _SIGNED_MAX[values.itemsize]:  # the sum must wrap in the index's own width
+        values = values.astype(np.int64)
+    flat = values.reshape(-1)
+    unsigned = flat.view(_UNSIGNED[flat.itemsize])
+    if lo == 0:  # no negatives: read as unsigned, each one lies above hi
+        wrapped = flat
+        top = unsigned
+    else:
+        top = np.add(unsigned, size, dtype=unsigned.dtype)
+        np.minimum(unsigned, top, out=top)
+        wrapped = top.view(flat.dtype)
+    if top.size and int(top.max()) > hi:
+        return None
+    return wrapped.reshape(values.shape)
+
+
 def check_host_bounds(
     indices: np.ndarray, size: int, axis: int, opset: int, fn: str = "gather"
 ) -> int:

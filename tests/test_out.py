@@ -142,6 +142,65 @@ def test_torch_out_short_rows_on_every_layout(view):
     np.testing.assert_array_equal(out.numpy(), _oracle(plain, idx.numpy(), 0))
 
 
+@pytest.mark.parametrize("n", [1023, 1024])
+def test_torch_out_short_rows_by_either_writer(monkeypatch, n):
+    """Short rows take NumPy's writer from ``TORCH_OUT_NUMPY_MIN_INDICES`` indices on and
+    ``index_select`` below: both give NumPy's values."""
+    torch = need("torch")
+    from gatherx._backends import numpy as numpy_backend
+    from gatherx._strategy import TORCH_OUT_NUMPY_MIN_INDICES
+
+    seen = []
+    take_into = numpy_backend.OUT_WRITER.take_into
+    monkeypatch.setattr(
+        numpy_backend.OUT_WRITER, "take_into", lambda *a: seen.append(1) or take_into(*a)
+    )
+    rng = np.random.default_rng(5)
+    host = rng.standard_normal((300, 4)).astype(np.float32)
+    idx = rng.integers(-300, 300, n)
+    out = torch.full((n, 4), float("nan"))
+    assert gatherx.gather(torch.from_numpy(host), torch.from_numpy(idx), out=out) is out
+    np.testing.assert_array_equal(out.numpy(), _oracle(host, idx, 0))
+    assert bool(seen) == (n >= TORCH_OUT_NUMPY_MIN_INDICES)
+
+
+def _python_wrap(values: list[int], size: int, opset: int) -> list[int] | None:
+    """The oracle of the index rule, in Python ints: None if a value lies outside the range."""
+    low = -size if opset >= 11 else 0
+    if any(not low <= v < size for v in values):
+        return None
+    return [v + size if v < 0 else v for v in values]
+
+
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+@pytest.mark.parametrize("size", [0, 1, 7, 2**31 - 1, 2**31, 2**40])
+@pytest.mark.parametrize("opset", [1, 11, 13])
+@pytest.mark.parametrize("count", [1, 5, 40])
+def test_host_wrapped_is_the_index_rule(index_dtype, size, opset, count):
+    """The fast paths' check-and-wrap of host indices (few read as Python ints, more by
+    NumPy's unsigned arithmetic) against the rule in Python ints, at every boundary and at
+    the dtype's extremes."""
+    from gatherx._rules import host_wrapped
+
+    info = np.iinfo(index_dtype)
+    edges = [info.min, info.min + 1, -size - 1, -size, -size + 1, -1, 0, 1, size - 1, size,
+             size + 1, info.max - 1, info.max]  # fmt: skip
+    edges = [v for v in edges if info.min <= v <= info.max]
+    rng = np.random.default_rng(size % 1000 + count)
+    draws = [rng.choice(edges, count) for _ in range(60)]
+    draws += [np.array([v] * count) for v in edges]
+    for values in draws:
+        host = np.asarray(values, dtype=index_dtype)
+        want = _python_wrap([int(v) for v in host], size, opset)
+        got = host_wrapped(host, size, opset)
+        if want is None:
+            assert got is None, (host, size, opset)
+        else:
+            assert got is not None, (host, size, opset)
+            assert got.shape == host.shape
+            assert [int(v) for v in got.reshape(-1)] == want
+
+
 @pytest.mark.parametrize("strided", [False, True])
 @pytest.mark.parametrize(("shape", "axis"), [((2048, 1024), 1), ((6, 5, 4), 1), ((7, 3), 0)])
 def test_torch_out_scalar_index_by_both_slice_plans(shape, axis, strided):
@@ -393,3 +452,28 @@ def test_bench_names_the_torch_huge_page_setting(monkeypatch, value, on):
         monkeypatch.setenv("THP_MEM_ALLOC_ENABLE", value)
     text = machine.huge_pages()
     assert text.startswith("PyTorch huge pages on" if on else "PyTorch huge pages off")
+
+
+def test_bench_out_entries_share_one_buffer_and_verify_catches_no_write():
+    """The ``out=`` formulations write into one buffer (no buffer's placement favours one of
+    them); a formulation that writes nothing fails verification, though the buffer holds a
+    correct result from the one before."""
+    from gatherx.bench.cases import CASES
+    from gatherx.bench.formulations import (
+        Entry,
+        make_inputs,
+        numpy_out_entries,
+        scribbled,
+        verify,
+    )
+
+    x = make_inputs(next(c for c in CASES if c.name == "small"))
+    entries = [e for e in numpy_out_entries(x) if e.kind != "fresh"]
+    results = [e.fn() for e in entries]
+    assert len({r.__array_interface__["data"][0] for r in results}) == 1
+    verify(entries, x)
+    buf = results[0]
+    lazy = Entry("numpy", "forward (out=)", "writes nothing", "native", lambda: buf,
+                 check=scribbled(buf, x.out, lambda: buf))  # fmt: skip
+    with pytest.raises(AssertionError, match="writes nothing on small computes a wrong result"):
+        verify([*entries, lazy], x)

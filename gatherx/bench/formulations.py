@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .cases import Case
+from .cases import OUT_TASK, Case
 
 
 @dataclass
@@ -98,14 +98,18 @@ def numpy_entries(x: Inputs) -> list[Entry]:
 
 def numpy_out_entries(x: Inputs) -> list[Entry]:
     """``out=`` into a preallocated buffer: gatherx and ``np.take``, whose mode "raise" copies
-    ``out`` first (to leave it as it was on an error) and whose other modes need a check."""
+    ``out`` first (to leave it as it was on an error) and whose other modes need a check.
+
+    All of them write into one buffer: two buffers of the same size can differ in speed
+    (huge pages or not, cache sets), and that difference is no formulation's.
+    """
     import gatherx
 
     c, d, i, w = x.case, x.data, x.indices, x.wrapped
     size = c.data_shape[c.ax]
+    buf = np.empty_like(x.out)
 
     def take(mode: Literal["wrap", "clip"] | None) -> Callable[[], np.ndarray]:
-        buf = np.empty_like(x.out)
         if mode is None:
             return partial(np.take, d, w, axis=c.ax, out=buf)
 
@@ -117,17 +121,38 @@ def numpy_out_entries(x: Inputs) -> list[Entry]:
 
         return checked
 
+    def into(fn: Callable[[], Any]) -> Callable[[], Any]:
+        return scribbled(buf, x.out, fn)
+
     return [
         Entry("numpy", "forward (out=)", "gatherx", "gatherx",
-              partial(gatherx.gather, d, i, axis=c.axis, out=np.empty_like(x.out))),
+              partial(gatherx.gather, d, i, axis=c.axis, out=buf), check=into(
+                  partial(gatherx.gather, d, i, axis=c.axis, out=buf))),
         Entry("numpy", "forward (out=)", "gatherx, fresh result", "fresh",
               partial(gatherx.gather, d, i, axis=c.axis)),
-        Entry("numpy", "forward (out=)", "np.take(out=)", "native", take(None)),
+        Entry("numpy", "forward (out=)", "np.take(out=)", "native", take(None),
+              check=into(take(None))),
         Entry("numpy", "forward (out=)", 'check + np.take(out=, mode="wrap")', "native",
-              take("wrap")),
+              take("wrap"), check=into(take("wrap"))),
         Entry("numpy", "forward (out=)", 'check + np.take(out=, mode="clip")', "native",
-              take("clip")),
+              take("clip"), check=into(take("clip"))),
     ]  # fmt: skip
+
+
+def scribbled(buf: Any, want: np.ndarray, fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` run after ``buf`` (an ``out=`` buffer the formulations share) was overwritten
+    with values that differ from the result ``want``: verified, a formulation that writes
+    nothing fails."""
+
+    def run() -> Any:
+        wrong = np.asarray(want) + 1
+        if isinstance(buf, np.ndarray):
+            np.copyto(buf, wrong, casting="unsafe")
+        else:
+            buf.copy_(buf.new_tensor(wrong))
+        return fn()
+
+    return run
 
 
 def torch_entries(x: Inputs, device: str) -> list[Entry]:
@@ -169,12 +194,12 @@ def torch_entries(x: Inputs, device: str) -> list[Entry]:
 
     gx = partial(gatherx.gather, axis=c.axis)
     tout = torch.from_numpy(x.out).to(dev)  # a finished result, copied by "allocating copy"
-    obuf, nbuf = torch.empty_like(tout), torch.empty_like(tout)  # out= buffers
+    obuf = torch.empty_like(tout)  # the out= buffer, one for all (see numpy_out_entries)
     fshape = (*c.data_shape[:ax], ti.numel(), *c.data_shape[ax + 1 :])
 
     def select_into() -> torch.Tensor:
-        torch.index_select(td, ax, ti.reshape(-1), out=nbuf.view(fshape))
-        return nbuf
+        torch.index_select(td, ax, ti.reshape(-1), out=obuf.view(fshape))
+        return obuf
 
     entries = [
         ("forward", "gatherx", "gatherx", lambda: gx(td, tn)),
@@ -218,7 +243,8 @@ def torch_entries(x: Inputs, device: str) -> list[Entry]:
     out = []
     for task, label, kind, f in entries:
         run = f if task == "forward+backward" else timed(f)
-        out.append(Entry("torch", task, label, kind, run, check=partial(_host_of, host, run)))
+        into = scribbled(obuf, x.out, run) if task == OUT_TASK and kind != "fresh" else run
+        out.append(Entry("torch", task, label, kind, run, check=partial(_host_of, host, into)))
     return out
 
 

@@ -49,11 +49,21 @@ def gather_out(
                 _rules.overlapping(span, WRITER.span(data))
                 or _rules.overlapping(span, WRITER.span(indices))
             ):
-                # NumPy reads the same memory without waking torch's thread pool
-                low, high = _rules.host_extremes(indices.numpy())
-                if not _rules.out_of_range(low, high, shape[ax], opset):
-                    WRITER.take_into(data, indices, ax, out, low)
-                    return out
+                size = shape[ax]
+                if indices.ndim:
+                    # checked and wrapped by NumPy, in fewer passes and dispatches than
+                    # ATen's, and without waking torch's thread pool
+                    host = indices.numpy()
+                    wrapped = _rules.host_wrapped(host, size, opset)
+                    if wrapped is not None:
+                        index = indices if wrapped is host else torch.from_numpy(wrapped)
+                        WRITER.take_into(data, index, ax, out, 0)
+                        return out
+                else:  # read at no cost on the CPU
+                    value = int(indices)
+                    if not _rules.out_of_range(value, value, size, opset):
+                        WRITER.take_into(data, indices, ax, out, value)
+                        return out
     return Backend.gather_out(backend, data, indices, axis, opset, out, WRITER)
 
 
@@ -97,13 +107,14 @@ class TorchOut(OutWriter):
     def span(self, x: Any) -> Span | None:
         if isinstance(x, np.ndarray):
             return host_span(x)
-        if x.device.type == "meta" or not x.numel():
+        if x.is_meta or not x.numel():
             return None
         start = x.data_ptr()
+        device = "cpu" if x.is_cpu else str(x.device)  # str() costs more than the rest
         if x.is_contiguous():
-            return str(x.device), start, start + x.nbytes
+            return device, start, start + x.nbytes
         last = sum((n - 1) * s for n, s in zip(x.shape, x.stride(), strict=True))
-        return str(x.device), start, start + (last + 1) * x.element_size()
+        return device, start, start + (last + 1) * x.element_size()
 
     def read_bounds(self, index: torch.Tensor) -> tuple[int, int] | None:
         return bounds.read(index)
@@ -123,7 +134,11 @@ class TorchOut(OutWriter):
         pre, post = math.prod(data.shape[:axis]), math.prod(data.shape[axis + 1 :])
         if index.ndim and (
             torch_out_plan(
-                data.device.type, pre, post * data.element_size(), data.dtype in NUMPY_DTYPES
+                data.device.type,
+                pre,
+                post * data.element_size(),
+                data.dtype in NUMPY_DTYPES,
+                index.numel(),
             )
             == "numpy"
             and out.is_contiguous()
