@@ -216,6 +216,22 @@ def host_wrapped(values: np.ndarray, size: int, opset: int) -> np.ndarray | None
     return wrapped.reshape(values.shape)
 
 
+def host_shifted(values: np.ndarray, size: int, opset: int) -> np.ndarray | None:
+    """Host int32/int64 ``values`` (native byte order) checked against :func:`index_range`
+    and moved up by its lower end: an intp array of their shape in [0, hi - lo], or None if
+    one lies outside the range (at most 2**62 on the axis).
+
+    One pass and a maximum: the sum wraps around modulo 2**64 as unsigned integers do, so
+    read as unsigned it lies in [0, hi - lo] exactly for the values in range.
+    """
+    lo, hi = index_range(size, opset)
+    flat = values.reshape(-1)  # 1-D: a 0-d sum would be a NumPy scalar, which warns on overflow
+    shifted = np.add(flat, -lo, dtype=np.intp)
+    if shifted.size and int(shifted.view(np.uintp).max()) > hi - lo:
+        return None
+    return shifted.reshape(values.shape)
+
+
 def check_host_bounds(
     indices: np.ndarray, size: int, axis: int, opset: int, fn: str = "gather"
 ) -> int:

@@ -164,23 +164,29 @@ def test_torch_out_short_rows_by_either_writer(monkeypatch, n):
     assert bool(seen) == (n >= TORCH_OUT_NUMPY_MIN_INDICES)
 
 
-def _python_wrap(values: list[int], size: int, opset: int) -> list[int] | None:
-    """The oracle of the index rule, in Python ints: None if a value lies outside the range."""
+def _python_rule(values: list[int], size: int, opset: int, how: str) -> list[int] | None:
+    """The oracle of the index rule, in Python ints: None if a value lies outside the range;
+    else the values wrapped, or shifted up by s (from opset 11) or 0."""
     low = -size if opset >= 11 else 0
     if any(not low <= v < size for v in values):
         return None
+    if how == "shifted":
+        return [v - low for v in values]
     return [v + size if v < 0 else v for v in values]
 
 
+@pytest.mark.parametrize("how", ["wrapped", "shifted"])
 @pytest.mark.parametrize("index_dtype", ["int32", "int64"])
-@pytest.mark.parametrize("size", [0, 1, 7, 2**31 - 1, 2**31, 2**40])
+@pytest.mark.parametrize("size", [0, 1, 7, 2**31 - 1, 2**31, 2**40, 2**62])
 @pytest.mark.parametrize("opset", [1, 11, 13])
 @pytest.mark.parametrize("count", [1, 5, 40])
-def test_host_wrapped_is_the_index_rule(index_dtype, size, opset, count):
-    """The fast paths' check-and-wrap of host indices (few read as Python ints, more by
-    NumPy's unsigned arithmetic) against the rule in Python ints, at every boundary and at
-    the dtype's extremes."""
-    from gatherx._rules import host_wrapped
+def test_host_index_rules(how, index_dtype, size, opset, count):
+    """The fast paths' checks of host indices, which wrap them (few read as Python ints,
+    more by NumPy's unsigned arithmetic) or shift them up for the doubled rows, against the
+    rule in Python ints, at every boundary and at the dtype's extremes."""
+    from gatherx import _rules
+
+    rule = _rules.host_wrapped if how == "wrapped" else _rules.host_shifted
 
     info = np.iinfo(index_dtype)
     edges = [info.min, info.min + 1, -size - 1, -size, -size + 1, -1, 0, 1, size - 1, size,
@@ -191,8 +197,8 @@ def test_host_wrapped_is_the_index_rule(index_dtype, size, opset, count):
     draws += [np.array([v] * count) for v in edges]
     for values in draws:
         host = np.asarray(values, dtype=index_dtype)
-        want = _python_wrap([int(v) for v in host], size, opset)
-        got = host_wrapped(host, size, opset)
+        want = _python_rule([int(v) for v in host], size, opset, how)
+        got = rule(host, size, opset)
         if want is None:
             assert got is None, (host, size, opset)
         else:

@@ -108,11 +108,9 @@ class NumpyBackend(Backend):
                 out.shape == (*shape[:ax], *host.shape, *shape[ax + 1 :])
                 and not np.may_share_memory(out, data)
                 and not np.may_share_memory(out, host)
+                and _OUT.take_checked(data, host, ax, out, opset)
             ):
-                low, high = _rules.host_extremes(host)
-                if not _rules.out_of_range(low, high, shape[ax], opset):
-                    _OUT.take_into(data, host, ax, out, low)
-                    return out
+                return out
         return super().gather_out(data, host, axis, opset, out, writer)
 
 
@@ -147,17 +145,53 @@ class _NumpyOut(OutWriter):
             pre, size, index.size, post, data.itemsize, data.flags.c_contiguous
         )
         if plan == "doubled" and pre == 1 and not data.dtype.hasobject:
-            # One pass over the index instead of three: index + size lies in [0, 2s-1].
-            twice = np.concatenate((data, data), axis=axis, dtype=data.dtype)
-            twice.take(np.add(index, size, dtype=np.intp), axis, out=out, mode="wrap")
+            doubled_take(data, index, axis, out)
         elif plan == "raise" and index.size <= NUMPY_OUT_AS_GIVEN_INDICES:
             # few indices: mode "wrap" takes "raise"'s branch on the sign, without its copy
             data.take(index, axis, out=out, mode="wrap")
         else:
             data.take(_non_negative(index, size), axis, out=out, mode="wrap")
 
+    def take_checked(
+        self, data: np.ndarray, index: np.ndarray, axis: int, out: np.ndarray, opset: int
+    ) -> bool:
+        """:meth:`take_into` after the index's check (opset >= 11), for a non-empty index;
+        False, with nothing written, if an index lies outside the range."""
+        shape = data.shape
+        size, post = shape[axis], math.prod(shape[axis + 1 :])
+        pre = data.size // (size * post) if size * post else math.prod(shape[:axis])
+        if (
+            pre == 1
+            and index.ndim
+            and not data.dtype.hasobject
+            and numpy_forward_plan(
+                pre, size, index.size, post, data.itemsize, data.flags.c_contiguous
+            )
+            == "doubled"
+        ):
+            return doubled_take(data, index, axis, out) is not None
+        low, high = _rules.host_extremes(index)
+        if _rules.out_of_range(low, high, size, opset):
+            return False
+        self.take_into(data, index, axis, out, low)
+        return True
+
 
 _OUT = OUT_WRITER = _NumpyOut()
+
+
+def doubled_take(
+    data: np.ndarray, index: np.ndarray, axis: int, out: np.ndarray | None = None
+) -> np.ndarray | None:
+    """``data`` (one outer row: ``pre == 1``) gathered along ``axis`` at host ``index`` in
+    [-s, s-1], into ``out`` if given, from its rows twice over at the index plus s: one pass
+    over the index and its maximum, where a check of its extremes and a wrap take four.
+    None, with nothing written, if an index lies outside the range."""
+    shifted = _rules.host_shifted(index, data.shape[axis], _rules.NEGATIVE_INDICES_SINCE)
+    if shifted is None:
+        return None
+    twice = np.concatenate((data, data), axis=axis, dtype=data.dtype)  # byte order kept
+    return twice.take(shifted, axis, out=out, mode="wrap")
 
 
 def take_by_plan(plan: str | None, data: np.ndarray, index: np.ndarray, axis: int) -> np.ndarray:
@@ -201,14 +235,12 @@ def take_by_plan(plan: str | None, data: np.ndarray, index: np.ndarray, axis: in
         rows = data.reshape(size, post).view(np.dtype((np.void, post * data.itemsize)))
         out = rows.reshape(size)[index].view(data.dtype)
         return out.reshape((*shape[:axis], *index.shape, *shape[axis + 1 :]))
-    low = index.min()
     if plan == "doubled":
-        if low < -size:
+        out = doubled_take(data, index, axis)
+        if out is None:
             raise IndexError(_OUT_OF_RANGE)
-        twice = np.concatenate((data, data), axis=axis, dtype=data.dtype)  # byte order kept
-        # index + size lies in [0, 2s-1] exactly for valid indices; mode "raise" refuses
-        # those above, the check those below.
-        return twice.take(np.add(index, size, dtype=np.intp), axis)
+        return out
+    low = index.min()
     if low < -size or index.max() >= size:
         raise IndexError(_OUT_OF_RANGE)
     if low < 0:

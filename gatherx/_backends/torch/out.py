@@ -51,14 +51,19 @@ def gather_out(
             ):
                 size = shape[ax]
                 if indices.ndim:
-                    # checked and wrapped by NumPy, in fewer passes and dispatches than
+                    # checked (and wrapped) by NumPy, in fewer passes and dispatches than
                     # ATen's, and without waking torch's thread pool
-                    host = indices.numpy()
-                    wrapped = _rules.host_wrapped(host, size, opset)
-                    if wrapped is not None:
-                        index = indices if wrapped is host else torch.from_numpy(wrapped)
-                        WRITER.take_into(data, index, ax, out, 0)
-                        return out
+                    views = WRITER.numpy_views(data, indices, ax, out)
+                    if views is not None:  # NumPy writes too
+                        if numpy_out.take_checked(views[0], views[1], ax, views[2], opset):
+                            return out
+                    else:
+                        host = indices.numpy()
+                        wrapped = _rules.host_wrapped(host, size, opset)
+                        if wrapped is not None:
+                            index = indices if wrapped is host else torch.from_numpy(wrapped)
+                            WRITER.take_into(data, index, ax, out, 0)
+                            return out
                 else:  # read at no cost on the CPU
                     value = int(indices)
                     if not _rules.out_of_range(value, value, size, opset):
@@ -116,6 +121,29 @@ class TorchOut(OutWriter):
         last = sum((n - 1) * s for n, s in zip(x.shape, x.stride(), strict=True))
         return device, start, start + (last + 1) * x.element_size()
 
+    def numpy_views(
+        self, data: torch.Tensor, index: torch.Tensor, axis: int, out: torch.Tensor
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """NumPy views of data, index and out where NumPy's writer takes the call
+        (:func:`gatherx._strategy.torch_out_plan`), else None."""
+        shape = data.shape
+        if (
+            index.ndim
+            and torch_out_plan(
+                data.device.type,
+                math.prod(shape[:axis]),
+                math.prod(shape[axis + 1 :]) * data.element_size(),
+                data.dtype in NUMPY_DTYPES,
+                index.numel(),
+            )
+            == "numpy"
+            and out.is_contiguous()
+            and not (data.is_conj() or data.is_neg())
+        ):
+            # detached: under no_grad, data or out may still require grad
+            return data.detach().numpy(), index.numpy(), out.detach().numpy()
+        return None
+
     def read_bounds(self, index: torch.Tensor) -> tuple[int, int] | None:
         return bounds.read(index)
 
@@ -130,29 +158,12 @@ class TorchOut(OutWriter):
         """:meth:`OutWriter.take_into`; ``low``: the index's minimum, where it was read."""
         if not out.numel():
             return
+        views = self.numpy_views(data, index, axis, out)
+        if views is not None:
+            numpy_out.take_into(*views[:2], axis, views[2], -1 if low is None else low)
+            return
         size = data.shape[axis]
         pre, post = math.prod(data.shape[:axis]), math.prod(data.shape[axis + 1 :])
-        if index.ndim and (
-            torch_out_plan(
-                data.device.type,
-                pre,
-                post * data.element_size(),
-                data.dtype in NUMPY_DTYPES,
-                index.numel(),
-            )
-            == "numpy"
-            and out.is_contiguous()
-            and not (data.is_conj() or data.is_neg())
-        ):
-            numpy_out.take_into(
-                # detached views: under no_grad, data or out may still require grad
-                data.detach().numpy(),
-                index.numpy(),
-                axis,
-                out.detach().numpy(),
-                -1 if low is None else low,
-            )
-            return
         twin = kernels.BIT_TWIN.get(data.dtype)
         if twin is not None:  # uint16/32/64 have few kernels: the same bits as signed ints
             data, out = data.view(twin), out.view(twin)
