@@ -218,13 +218,10 @@ def torch_axis0_plan(
 
     - ``indexing``: ``data[index]`` (see :func:`torch_rows_plan`), which refuses exactly what
       lies outside [-s, s-1]; small outputs without autograd.
-    - ``doubled``: the data's rows twice over at the index plus s, which lies in [0, 2s-1]
-      exactly for [-s, s-1]: one pass over the index where a wrap takes three, for data of
-      at most half the index's bytes (its copy is then cheap). Without autograd NumPy takes
-      it where it can read the data (all but bfloat16 and conjugate or negative views): its
-      check of the shifted index's maximum and its short-row loop beat ``index_select``'s;
-      otherwise ``index_select`` refuses what lies outside [0, 2s-1]. The backward scatters
-      into the doubled rows and adds their halves.
+    - ``doubled``: ``index_select`` on the data's rows twice over at the index plus s, which
+      refuses exactly what lies outside [-s, s-1]: one pass over the index where a wrap
+      takes three, for data of at most half the index's bytes (its copy is then cheap); the
+      backward scatters into the doubled rows and adds their halves.
     - ``wrapped``: ``index_select`` after a branch-free wrap that moves [-s, -1] up by s and
       leaves every bad index outside [0, s-1]; cheaper than reading the index's extremes
       first (docs/performance.md).

@@ -14,8 +14,6 @@ from ..._strategy import (
     torch_rows_plan,
     torch_scalar_plan,
 )
-from .. import numpy as numpy_backend
-from .domain import NUMPY_DTYPES
 from .modes import compiling, functorch_active, plain_eager, tracing
 
 # uint16/32/64 are "shell" dtypes with few kernels; gather is pure data movement, so it runs
@@ -153,15 +151,6 @@ def rows(data: torch.Tensor, index: torch.Tensor, attempt: str) -> torch.Tensor:
         return data[index]
     shape = (*index.shape, *data.shape[1:])
     if attempt == "doubled":
-        if data.dtype in NUMPY_DTYPES and not (data.is_conj() or data.is_neg()):
-            # NumPy's check in one pass and a maximum, and its short-row loop, which is
-            # faster than index_select's (docs/performance.md), into a tensor of torch's
-            out = data.new_empty(shape)
-            host = data.detach().numpy()
-            if numpy_backend.doubled_take(host, index.numpy(), 0, out.numpy()) is None:
-                msg = "index out of range"
-                raise IndexError(msg)
-            return out
         data, index = doubled(data, index)
     flat = index.reshape(-1)
     if attempt == "wrapped":
