@@ -155,6 +155,38 @@ def test_numpy_forward_matches_take(shape, indices, axis):
     assert got.dtype == data.dtype
 
 
+@pytest.mark.parametrize(
+    ("shape", "axis", "plan"),
+    [
+        ((4, 3, 1024), 1, "slice_copy"),  # 4 KiB rows
+        ((4, 3, 2, 512), 1, "slice_copy"),
+        ((4, 3, 1023), 1, "take"),
+        ((1, 3, 1024), 1, "take"),  # one contiguous row
+        ((6, 2048), 1, "take"),  # a column
+        ((3, 2048), 0, "take"),
+    ],
+)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_numpy_scalar_plans_match_take(shape, axis, plan, layout):
+    """A scalar index by either plan, every valid value of both signs, strided data too;
+    a bad one refused with gatherx's IndexError."""
+    pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
+    assert st.numpy_scalar_plan(pre, post * 4) == plan
+    data = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
+    if layout == "transposed":
+        data = np.asfortranarray(data)
+    size = shape[axis]
+    for value in range(-size, size):
+        got = gatherx.gather(data, np.array(value), axis=axis)
+        want = np.take(data, value % size, axis=axis)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == data.dtype
+        assert not np.shares_memory(got, data)
+    for value in (size, -size - 1):
+        with pytest.raises(IndexError, match=f"idx={value} at position"):
+            gatherx.gather(data, np.array(value), axis=axis)
+
+
 # --------------------------------------------------------------------------- torch
 
 TORCH_FORWARD = [

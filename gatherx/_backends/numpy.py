@@ -11,7 +11,12 @@ import numpy as np
 
 from .. import _errors, _rules
 from .._indices import PYTHON_TYPES, host_indices, plain_ndarray
-from .._strategy import NUMPY_OUT_AS_GIVEN_INDICES, numpy_forward_plan, numpy_grad_plan
+from .._strategy import (
+    NUMPY_OUT_AS_GIVEN_INDICES,
+    numpy_forward_plan,
+    numpy_grad_plan,
+    numpy_scalar_plan,
+)
 from .base import Backend, OutWriter
 
 #: The formulations of the forward, named as :func:`gatherx._strategy.numpy_forward_plan`
@@ -212,6 +217,9 @@ def take_by_plan(plan: str | None, data: np.ndarray, index: np.ndarray, axis: in
     if plan is None:
         size, post = shape[axis], math.prod(shape[axis + 1 :])
         pre = data.size // (size * post) if size * post else math.prod(shape[:axis])
+        if index.ndim == 0 and numpy_scalar_plan(pre, post * data.itemsize) == "slice_copy":
+            # basic indexing refuses a value outside [-s, s-1] with IndexError, as plans do
+            return data[(slice(None),) * axis + (int(index),)].copy()
         plan = numpy_forward_plan(
             pre, size, index.size, post, data.itemsize, data.flags.c_contiguous
         )
