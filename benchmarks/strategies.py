@@ -1,8 +1,9 @@
 """Time the alternative formulations behind gatherx/_strategy.py, one backend section at a time.
 
 Usage: python benchmarks/strategies.py SECTION [--repeats N] [--threads N]
-with SECTION one of numpy-forward, numpy-grad, torch-forward, torch-backward, jax-forward,
-jax-vjp. Each prints, per shape, the median time of every formulation (interleaved rounds).
+with SECTION one of numpy-forward, numpy-forward-strided, numpy-scalar, numpy-grad,
+torch-forward, torch-out, torch-backward, jax-forward, jax-vjp. Each prints, per shape it
+applies to, the median time of every formulation (interleaved rounds).
 """
 
 from __future__ import annotations
@@ -37,6 +38,15 @@ EXTRA = (
     Case("rows8-sparse", (100000, 8), (20000,), 0),
     Case("rows8-even", (20000, 8), (20000,), 0),
     Case("rows2-pre4", (4, 5000, 2), (40000,), 1),
+    # scalar indices: rows of 1 KiB, 4 KiB and 16 KiB behind 512, 64 and 1 outer rows
+    Case("scalar-1k", (512, 16, 256), (), 1),
+    Case("scalar-16k", (64, 64, 4096), (), 1),
+    Case("scalar-pre1", (1, 4096, 4096), (), 1),
+    # out= on 32-byte rows, from a few hundred indices to many
+    Case("out8-256", (1000, 8), (256,), 0),
+    Case("out8-1k", (1000, 8), (1024,), 0),
+    Case("out8-4k", (1000, 8), (4096,), 0),
+    Case("out8-64k", (1000, 8), (65536,), 0),
 )
 SHAPES = (*CASES, *EXTRA)
 
@@ -95,6 +105,23 @@ def section_numpy_forward_strided(c: Case) -> dict[str, Callable[[], Any]]:
         fns[f"plan {plan}"] = partial(nb.take_by_plan, plan, d, i, ax)
     fns["gatherx"] = partial(gatherx.gather, d, i, axis=c.axis)
     return fns
+
+
+def section_numpy_scalar(c: Case) -> dict[str, Callable[[], Any]] | None:
+    """A scalar index (cases with one only): ``ndarray.take`` against a copy of the slice."""
+    if c.index_shape:
+        return None
+    import gatherx
+
+    x = make_inputs(c)
+    d, ax, value = x.data, c.ax, int(x.wrapped)
+    key = (slice(None),) * ax + (value,)
+    return {
+        "take": partial(d.take, x.wrapped, ax),
+        "slice copy": lambda: d[key].copy(),
+        "fancy": lambda: d[(slice(None),) * ax + (x.wrapped,)],
+        "gatherx": partial(gatherx.gather, d, x.indices, axis=c.axis),
+    }
 
 
 def section_numpy_grad(c: Case) -> dict[str, Callable[[], Any]]:
@@ -158,6 +185,37 @@ def section_torch_forward(c: Case) -> dict[str, Callable[[], Any]]:
         d2 = td.view(pre, s)
         fns["gather expand"] = lambda: torch.gather(d2, 1, flat.expand(pre, n)).view(shape)
     return fns
+
+
+def section_torch_out(c: Case) -> dict[str, Callable[[], Any]] | None:
+    """``out=`` on rows of at most 32 bytes on axis 0 (cases with such rows only): NumPy's
+    writer on the tensors' memory against ``index_select(out=)``, both after gatherx's check."""
+    pre, s, post = three_d(c)
+    if pre != 1 or post * np.dtype(c.dtype).itemsize > 32 or not c.index_shape:
+        return None
+    import torch
+
+    import gatherx
+    from gatherx import _rules
+    from gatherx._backends import numpy as nb
+
+    x = make_inputs(c)
+    td, ti = torch.from_numpy(x.data), torch.from_numpy(x.indices)
+    out = torch.empty(c.out_shape, dtype=td.dtype)
+    flat_out = out.view(-1, *c.data_shape[1:])
+
+    def numpy_writer() -> Any:
+        return nb.OUT_WRITER.take_checked(td.numpy(), ti.numpy(), 0, out.numpy(), 13)
+
+    def index_select() -> Any:
+        wrapped = torch.from_numpy(_rules.host_wrapped(ti.numpy(), s, 13)).reshape(-1)
+        return torch.index_select(td, 0, wrapped, out=flat_out)
+
+    return {
+        "numpy writer": numpy_writer,
+        "host wrap + index_select(out=)": index_select,
+        "gatherx": partial(gatherx.gather, td, ti, out=out),
+    }
 
 
 def _moved_out(d3: Any, flat: Any, shape: tuple[int, ...]) -> Any:
@@ -306,11 +364,13 @@ def section_jax_vjp(c: Case) -> dict[str, Callable[[], Any]]:
     return out
 
 
-SECTIONS = {
+SECTIONS: dict[str, Callable[[Case], dict[str, Callable[[], Any]] | None]] = {
     "numpy-forward": section_numpy_forward,
     "numpy-forward-strided": section_numpy_forward_strided,
+    "numpy-scalar": section_numpy_scalar,
     "numpy-grad": section_numpy_grad,
     "torch-forward": section_torch_forward,
+    "torch-out": section_torch_out,
     "torch-backward": section_torch_backward,
     "jax-forward": section_jax_forward,
     "jax-vjp": section_jax_vjp,
@@ -334,6 +394,8 @@ def main() -> None:
         if case.name not in wanted:
             continue
         fns = SECTIONS[args.section](case)
+        if fns is None:  # the section does not apply to this shape
+            continue
         samples = rounds(fns, args.repeats, 2e-3, args.clock)
         times = {name: statistics.median(s) for name, s in samples.items()}
         base = next(iter(times.values()))

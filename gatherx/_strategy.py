@@ -172,26 +172,16 @@ def torch_forward_plan(
     return "index_select_3d"
 
 
-#: ``out=`` on the CPU with rows of at most this many bytes (``pre == 1``) and at least
-#: ``TORCH_OUT_NUMPY_MIN_INDICES`` indices: NumPy's take into the tensor's memory, whose
-#: short-row loop is 2-3x faster than ``index_select``'s, while its fixed cost (the views
-#: NumPy needs) exceeds that gain on fewer indices (docs/performance.md).
+#: ``out=`` on the CPU with rows of at most this many bytes (``pre == 1``): NumPy's take
+#: into the tensor's memory, whose short-row loop is 2-3x faster than ``index_select``'s
+#: (docs/performance.md).
 TORCH_OUT_NUMPY_ROW_BYTES = 32
-TORCH_OUT_NUMPY_MIN_INDICES = 1024
 
 
-def torch_out_plan(
-    device_type: str, pre: int, row_bytes: int, numpy_dtype: bool, n_index: int
-) -> str:
+def torch_out_plan(device_type: str, pre: int, row_bytes: int, numpy_dtype: bool) -> str:
     """``numpy`` (NumPy's out= writer on the tensors' memory) or ``index_select`` for a
-    checked ``gather(..., out=)`` on PyTorch tensors with ``n_index`` indices."""
-    if (
-        device_type == "cpu"
-        and numpy_dtype
-        and pre == 1
-        and row_bytes <= TORCH_OUT_NUMPY_ROW_BYTES
-        and n_index >= TORCH_OUT_NUMPY_MIN_INDICES
-    ):
+    checked ``gather(..., out=)`` on PyTorch tensors."""
+    if device_type == "cpu" and numpy_dtype and pre == 1 and row_bytes <= TORCH_OUT_NUMPY_ROW_BYTES:
         return "numpy"
     return "index_select"
 

@@ -142,28 +142,6 @@ def test_torch_out_short_rows_on_every_layout(view):
     np.testing.assert_array_equal(out.numpy(), _oracle(plain, idx.numpy(), 0))
 
 
-@pytest.mark.parametrize("n", [1023, 1024])
-def test_torch_out_short_rows_by_either_writer(monkeypatch, n):
-    """Short rows take NumPy's writer from ``TORCH_OUT_NUMPY_MIN_INDICES`` indices on and
-    ``index_select`` below: both give NumPy's values."""
-    torch = need("torch")
-    from gatherx._backends import numpy as numpy_backend
-    from gatherx._strategy import TORCH_OUT_NUMPY_MIN_INDICES
-
-    seen = []
-    take_into = numpy_backend.OUT_WRITER.take_into
-    monkeypatch.setattr(
-        numpy_backend.OUT_WRITER, "take_into", lambda *a: seen.append(1) or take_into(*a)
-    )
-    rng = np.random.default_rng(5)
-    host = rng.standard_normal((300, 4)).astype(np.float32)
-    idx = rng.integers(-300, 300, n)
-    out = torch.full((n, 4), float("nan"))
-    assert gatherx.gather(torch.from_numpy(host), torch.from_numpy(idx), out=out) is out
-    np.testing.assert_array_equal(out.numpy(), _oracle(host, idx, 0))
-    assert bool(seen) == (n >= TORCH_OUT_NUMPY_MIN_INDICES)
-
-
 def _python_rule(values: list[int], size: int, opset: int, how: str) -> list[int] | None:
     """The oracle of the index rule, in Python ints: None if a value lies outside the range;
     else the values wrapped, or shifted up by s (from opset 11) or 0."""

@@ -175,10 +175,16 @@ class _NumpyOut(OutWriter):
             == "doubled"
         ):
             return doubled_take(data, index, axis, out) is not None
-        low, high = _rules.host_extremes(index)
-        if _rules.out_of_range(low, high, size, opset):
+        if index.size <= NUMPY_OUT_AS_GIVEN_INDICES:  # extremes, then as take_into decides
+            low, high = _rules.host_extremes(index)
+            if _rules.out_of_range(low, high, size, opset):
+                return False
+            self.take_into(data, index, axis, out, low)
+            return True
+        wrapped = _rules.host_wrapped(index, size, opset)  # three passes where that takes five
+        if wrapped is None:
             return False
-        self.take_into(data, index, axis, out, low)
+        data.take(wrapped, axis, out=out, mode="wrap")
         return True
 
 

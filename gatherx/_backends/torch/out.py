@@ -62,12 +62,15 @@ def gather_out(
                         wrapped = _rules.host_wrapped(host, size, opset)
                         if wrapped is not None:
                             index = indices if wrapped is host else torch.from_numpy(wrapped)
-                            WRITER.take_into(data, index, ax, out, 0)
+                            WRITER.select_into(data, index, ax, out, 0)
                             return out
                 else:  # read at no cost on the CPU
                     value = int(indices)
                     if not _rules.out_of_range(value, value, size, opset):
-                        WRITER.take_into(data, indices, ax, out, value)
+                        if data.dtype in kernels.BIT_TWIN:
+                            WRITER.select_into(data, indices, ax, out, value)
+                        else:  # one slice, copied by the rule of an eager scalar pick
+                            kernels.pick(data, value + size if value < 0 else value, ax, shape, out)
                         return out
     return Backend.gather_out(backend, data, indices, axis, opset, out, WRITER)
 
@@ -130,18 +133,18 @@ class TorchOut(OutWriter):
         if (
             index.ndim
             and torch_out_plan(
-                data.device.type,
+                "cpu" if data.is_cpu else data.device.type,
                 math.prod(shape[:axis]),
                 math.prod(shape[axis + 1 :]) * data.element_size(),
                 data.dtype in NUMPY_DTYPES,
-                index.numel(),
             )
             == "numpy"
             and out.is_contiguous()
             and not (data.is_conj() or data.is_neg())
         ):
-            # detached: under no_grad, data or out may still require grad
-            return data.detach().numpy(), index.numpy(), out.detach().numpy()
+            # detached where, under no_grad, data or out still requires grad
+            host = (data.detach() if data.requires_grad else data).numpy()
+            return host, index.numpy(), (out.detach() if out.requires_grad else out).numpy()
         return None
 
     def read_bounds(self, index: torch.Tensor) -> tuple[int, int] | None:
@@ -162,6 +165,18 @@ class TorchOut(OutWriter):
         if views is not None:
             numpy_out.take_into(*views[:2], axis, views[2], -1 if low is None else low)
             return
+        self.select_into(data, index, axis, out, low)
+
+    def select_into(
+        self,
+        data: torch.Tensor,
+        index: torch.Tensor,
+        axis: int,
+        out: torch.Tensor,
+        low: int | None = None,
+    ) -> None:
+        """:meth:`take_into` by ATen (``index_select``, or one slice's copy), wherever NumPy's
+        writer does not take the call."""
         size = data.shape[axis]
         pre, post = math.prod(data.shape[:axis]), math.prod(data.shape[axis + 1 :])
         twin = kernels.BIT_TWIN.get(data.dtype)
