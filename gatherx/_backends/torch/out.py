@@ -62,13 +62,13 @@ def gather_out(
                         wrapped = _rules.host_wrapped(host, size, opset)
                         if wrapped is not None:
                             index = indices if wrapped is host else torch.from_numpy(wrapped)
-                            WRITER.select_into(data, index, ax, out, 0)
+                            select_into(data, index, ax, out, 0)
                             return out
                 else:  # read at no cost on the CPU
                     value = int(indices)
                     if not _rules.out_of_range(value, value, size, opset):
                         if data.dtype in kernels.BIT_TWIN:
-                            WRITER.select_into(data, indices, ax, out, value)
+                            select_into(data, indices, ax, out, value)
                         else:  # one slice, copied by the rule of an eager scalar pick
                             kernels.pick(data, value + size if value < 0 else value, ax, shape, out)
                         return out
@@ -165,48 +165,45 @@ class TorchOut(OutWriter):
         if views is not None:
             numpy_out.take_into(*views[:2], axis, views[2], -1 if low is None else low)
             return
-        self.select_into(data, index, axis, out, low)
+        select_into(data, index, axis, out, low)
 
-    def select_into(
-        self,
-        data: torch.Tensor,
-        index: torch.Tensor,
-        axis: int,
-        out: torch.Tensor,
-        low: int | None = None,
-    ) -> None:
-        """:meth:`take_into` by ATen (``index_select``, or one slice's copy), wherever NumPy's
-        writer does not take the call."""
-        size = data.shape[axis]
-        pre, post = math.prod(data.shape[:axis]), math.prod(data.shape[axis + 1 :])
-        twin = kernels.BIT_TWIN.get(data.dtype)
-        if twin is not None:  # uint16/32/64 have few kernels: the same bits as signed ints
-            data, out = data.view(twin), out.view(twin)
-        if not index.ndim:  # one slice, copied by the rule of an eager scalar pick
-            value = int(index)
-            kernels.pick(data, value + size if value < 0 else value, axis, out=out)
-            return
-        flat = index.reshape(-1)
-        if low is not None and low >= 0:
-            pass
-        elif pre == 1 and data.nbytes <= flat.nbytes:
-            # Many indices into little data: the rows twice over take the index plus size,
-            # in [0, 2s-1], in one pass over it instead of three.
-            data, flat = torch.cat((data, data), axis), torch.add(flat, size)
-            size *= 2
+
+Tensor = torch.Tensor
+
+
+def select_into(data: Tensor, index: Tensor, axis: int, out: Tensor, low: int | None) -> None:
+    """:meth:`TorchOut.take_into` by ATen (``index_select``, or one slice's copy), where NumPy's
+    writer does not take the call."""
+    size = data.shape[axis]
+    pre, post = math.prod(data.shape[:axis]), math.prod(data.shape[axis + 1 :])
+    twin = kernels.BIT_TWIN.get(data.dtype)
+    if twin is not None:  # uint16/32/64 have few kernels: the same bits as signed ints
+        data, out = data.view(twin), out.view(twin)
+    if not index.ndim:  # one slice, copied by the rule of an eager scalar pick
+        value = int(index)
+        kernels.pick(data, value + size if value < 0 else value, axis, out=out)
+        return
+    flat = index.reshape(-1)
+    if low is not None and low >= 0:
+        pass
+    elif pre == 1 and data.nbytes <= flat.nbytes:
+        # Many indices into little data: the rows twice over take the index plus size,
+        # in [0, 2s-1], in one pass over it instead of three.
+        data, flat = torch.cat((data, data), axis), torch.add(flat, size)
+        size *= 2
+    else:
+        flat = kernels.wrap_eager(flat, size)
+    if not out.is_contiguous():
+        out.copy_(torch.index_select(data, axis, flat).view(out.shape))
+    elif data.is_contiguous():  # ATen copies whole rows of a 2-D or 3-D view
+        if pre == 1:
+            torch.index_select(data.view(size, post), 0, flat, out=out.view(-1, post))
         else:
-            flat = kernels.wrap_eager(flat, size)
-        if not out.is_contiguous():
-            out.copy_(torch.index_select(data, axis, flat).view(out.shape))
-        elif data.is_contiguous():  # ATen copies whole rows of a 2-D or 3-D view
-            if pre == 1:
-                torch.index_select(data.view(size, post), 0, flat, out=out.view(-1, post))
-            else:
-                source = data.view(pre, size, post)
-                torch.index_select(source, 1, flat, out=out.view(pre, -1, post))
-        else:
-            dims = (*data.shape[:axis], flat.shape[0], *data.shape[axis + 1 :])
-            torch.index_select(data, axis, flat, out=out.view(dims))
+            source = data.view(pre, size, post)
+            torch.index_select(source, 1, flat, out=out.view(pre, -1, post))
+    else:
+        dims = (*data.shape[:axis], flat.shape[0], *data.shape[axis + 1 :])
+        torch.index_select(data, axis, flat, out=out.view(dims))
 
 
 #: The one instance the backend uses.
