@@ -17,6 +17,7 @@ from . import bounds, kernels
 from .domain import FAST_DATA_DTYPES, INDEX_DTYPES, NUMPY_DTYPES, PLAIN_TYPES, plain, plain_cpu
 from .modes import compiling, functorch_active, tracing
 
+Tensor = torch.Tensor
 _forward_ad = torch.autograd.forward_ad
 _grad_enabled = torch.is_grad_enabled
 
@@ -166,9 +167,6 @@ class TorchOut(OutWriter):
             numpy_out.take_into(*views[:2], axis, views[2], -1 if low is None else low)
             return
         select_into(data, index, axis, out, low)
-
-
-Tensor = torch.Tensor
 
 
 def select_into(data: Tensor, index: Tensor, axis: int, out: Tensor, low: int | None) -> None:
