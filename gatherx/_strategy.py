@@ -39,9 +39,9 @@ def numpy_forward_plan(
     """The NumPy forward formulation for data viewed as ``(pre, size, post)``.
 
     - ``raise``: ``ndarray.take`` in mode "raise", checking each index as it copies.
-    - ``wrap``: the indices' minimum and maximum checked, negative ones made non-negative
-      without a branch, then ``ndarray.take`` in mode "wrap", whose per-index step is
-      cheaper than mode "raise"'s once no index needs it.
+    - ``wrap``: the indices checked and made non-negative at once, without a branch
+      (:func:`gatherx._rules.host_wrapped`), then ``ndarray.take`` in mode "wrap", whose
+      per-index step is cheaper than mode "raise"'s once no index needs it.
     - ``rows1d``: fancy indexing of the data viewed as one ``size``-long vector of
       ``post * itemsize``-byte elements (NumPy's one-dimensional indexing loop).
     - ``doubled``: ``ndarray.take`` on the data repeated twice along the axis, at the

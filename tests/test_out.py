@@ -461,3 +461,14 @@ def test_bench_out_entries_share_one_buffer_and_verify_catches_no_write():
                  check=scribbled(buf, x.out, lambda: buf))  # fmt: skip
     with pytest.raises(AssertionError, match="writes nothing on small computes a wrong result"):
         verify([*entries, lazy], x)
+
+
+def test_numpy_out_flow_writes_doubled_rows():
+    """Indices the fast path leaves to the flow (byte-swapped) on many short rows: the flow's
+    check, then the rows twice over, give NumPy's values."""
+    rng = np.random.default_rng(8)
+    data = rng.standard_normal((300, 8)).astype(np.float32)  # 32-byte rows: doubled
+    idx = rng.integers(-300, 300, 5000)
+    out = np.full((5000, 8), np.nan, np.float32)
+    assert gatherx.gather(data, idx.astype(">i8"), out=out) is out
+    np.testing.assert_array_equal(out, _oracle(data, idx, 0))

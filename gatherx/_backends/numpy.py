@@ -135,72 +135,74 @@ class _NumpyOut(OutWriter):
         self, data: np.ndarray, index: np.ndarray, axis: int, out: np.ndarray, low: int = -1
     ) -> None:
         """:meth:`OutWriter.take_into`; ``low``: the index's minimum, where it was read."""
-        if out.size == 0:
-            return
-        shape = data.shape
+        if out.size:
+            self._write(data, index, axis, out, low, _out_plan(data, index, axis))
+
+    def take_checked(
+        self, data: np.ndarray, index: np.ndarray, axis: int, out: np.ndarray, opset: int
+    ) -> bool:
+        """:meth:`take_into` after the index's check (opset >= 11), for a non-empty index,
+        in the fewest passes over it; False, with nothing written, if an index lies outside
+        the range."""
+        size = data.shape[axis]
+        plan = _out_plan(data, index, axis)
+        if plan == "doubled":
+            shifted = _rules.host_shifted(index, size, opset)
+            if shifted is None:
+                return False
+            doubled_take(data, shifted, axis, out)
+        elif index.size <= NUMPY_OUT_AS_GIVEN_INDICES:  # extremes, then as take_into decides
+            low, high = _rules.host_extremes(index)
+            if _rules.out_of_range(low, high, size, opset):
+                return False
+            self._write(data, index, axis, out, low, plan)
+        else:
+            wrapped = _rules.host_wrapped(index, size, opset)  # three passes, not five
+            if wrapped is None:
+                return False
+            data.take(wrapped, axis, out=out, mode="wrap")
+        return True
+
+    def _write(
+        self, data: np.ndarray, index: np.ndarray, axis: int, out: np.ndarray, low: int, plan: str
+    ) -> None:
+        """A checked ``index`` (minimum ``low``, -1 if unread) written by ``plan``."""
         # mode "wrap" reads a negative index as counted from the end; its per-index branch
         # costs only on many indices of both signs. On one slice it copies a strided column
         # 2x faster than np.copyto (docs/performance.md).
         if low >= 0 or index.ndim == 0:
             data.take(index, axis, out=out, mode="wrap")
-            return
-        size, post = shape[axis], math.prod(shape[axis + 1 :])
-        pre = data.size // (size * post)
-        plan = numpy_forward_plan(
-            pre, size, index.size, post, data.itemsize, data.flags.c_contiguous
-        )
-        if plan == "doubled" and pre == 1 and not data.dtype.hasobject:
-            doubled_take(data, index, axis, out)
+        elif plan == "doubled":
+            doubled_take(data, np.add(index, data.shape[axis], dtype=np.intp), axis, out)
         elif plan == "raise" and index.size <= NUMPY_OUT_AS_GIVEN_INDICES:
             # few indices: mode "wrap" takes "raise"'s branch on the sign, without its copy
             data.take(index, axis, out=out, mode="wrap")
         else:
-            data.take(_non_negative(index, size), axis, out=out, mode="wrap")
-
-    def take_checked(
-        self, data: np.ndarray, index: np.ndarray, axis: int, out: np.ndarray, opset: int
-    ) -> bool:
-        """:meth:`take_into` after the index's check (opset >= 11), for a non-empty index;
-        False, with nothing written, if an index lies outside the range."""
-        shape = data.shape
-        size, post = shape[axis], math.prod(shape[axis + 1 :])
-        pre = data.size // (size * post) if size * post else math.prod(shape[:axis])
-        if (
-            pre == 1
-            and index.ndim
-            and not data.dtype.hasobject
-            and numpy_forward_plan(
-                pre, size, index.size, post, data.itemsize, data.flags.c_contiguous
-            )
-            == "doubled"
-        ):
-            return doubled_take(data, index, axis, out) is not None
-        if index.size <= NUMPY_OUT_AS_GIVEN_INDICES:  # extremes, then as take_into decides
-            low, high = _rules.host_extremes(index)
-            if _rules.out_of_range(low, high, size, opset):
-                return False
-            self.take_into(data, index, axis, out, low)
-            return True
-        wrapped = _rules.host_wrapped(index, size, opset)  # three passes where that takes five
-        if wrapped is None:
-            return False
-        data.take(wrapped, axis, out=out, mode="wrap")
-        return True
+            data.take(_non_negative(index, data.shape[axis]), axis, out=out, mode="wrap")
 
 
 _OUT = OUT_WRITER = _NumpyOut()
 
 
+def _out_plan(data: np.ndarray, index: np.ndarray, axis: int) -> str:
+    """:func:`gatherx._strategy.numpy_forward_plan` for ``out=``: ``doubled`` only on one
+    outer row of plain bytes and a non-scalar index, where its view applies."""
+    shape = data.shape
+    size, post = shape[axis], math.prod(shape[axis + 1 :])
+    pre = data.size // (size * post) if size * post else math.prod(shape[:axis])
+    plan = numpy_forward_plan(pre, size, index.size, post, data.itemsize, data.flags.c_contiguous)
+    if plan == "doubled" and (pre != 1 or data.dtype.hasobject or not index.ndim):
+        return "raise"
+    return plan
+
+
 def doubled_take(
-    data: np.ndarray, index: np.ndarray, axis: int, out: np.ndarray | None = None
-) -> np.ndarray | None:
-    """``data`` (one outer row: ``pre == 1``) gathered along ``axis`` at host ``index`` in
-    [-s, s-1], into ``out`` if given, from its rows twice over at the index plus s: one pass
-    over the index and its maximum, where a check of its extremes and a wrap take four.
-    None, with nothing written, if an index lies outside the range."""
-    shifted = _rules.host_shifted(index, data.shape[axis], _rules.NEGATIVE_INDICES_SINCE)
-    if shifted is None:
-        return None
+    data: np.ndarray, shifted: np.ndarray, axis: int, out: np.ndarray | None = None
+) -> np.ndarray:
+    """``data`` (one outer row: ``pre == 1``) gathered along ``axis``, into ``out`` if
+    given, from its rows twice over at ``shifted``: indices in [-s, s-1] plus s, all in
+    [0, 2s-1] (:func:`gatherx._rules.host_shifted` checks and shifts them in one pass over
+    the index and its maximum, where a check of its extremes and a wrap take four)."""
     twice = np.concatenate((data, data), axis=axis, dtype=data.dtype)  # byte order kept
     return twice.take(shifted, axis, out=out, mode="wrap")
 
@@ -249,17 +251,15 @@ def take_by_plan(plan: str | None, data: np.ndarray, index: np.ndarray, axis: in
         rows = data.reshape(size, post).view(np.dtype((np.void, post * data.itemsize)))
         out = rows.reshape(size)[index].view(data.dtype)
         return out.reshape((*shape[:axis], *index.shape, *shape[axis + 1 :]))
-    if plan == "doubled":
-        out = doubled_take(data, index, axis)
-        if out is None:
-            raise IndexError(_OUT_OF_RANGE)
-        return out
-    low = index.min()
-    if low < -size or index.max() >= size:
+    # The index checked and made non-negative (or shifted, for the rows twice over) in the
+    # fewest passes over it, by the same rules as out=.
+    rule = _rules.host_shifted if plan == "doubled" else _rules.host_wrapped
+    checked = rule(index, size, _rules.NEGATIVE_INDICES_SINCE)
+    if checked is None:
         raise IndexError(_OUT_OF_RANGE)
-    if low < 0:
-        index = _non_negative(index, size)
-    return data.take(index, axis, mode="wrap")
+    if plan == "doubled":
+        return doubled_take(data, checked, axis)
+    return data.take(checked, axis, mode="wrap")
 
 
 #: The message of a plan's IndexError; the caller's flow reports the index and its position.

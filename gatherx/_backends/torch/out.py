@@ -68,10 +68,7 @@ def gather_out(
                 else:  # read at no cost on the CPU
                     value = int(indices)
                     if not _rules.out_of_range(value, value, size, opset):
-                        if data.dtype in kernels.BIT_TWIN:
-                            select_into(data, indices, ax, out, value)
-                        else:  # one slice, copied by the rule of an eager scalar pick
-                            kernels.pick(data, value + size if value < 0 else value, ax, shape, out)
+                        select_into(data, indices, ax, out, value)
                         return out
     return Backend.gather_out(backend, data, indices, axis, opset, out, WRITER)
 
@@ -172,15 +169,16 @@ class TorchOut(OutWriter):
 def select_into(data: Tensor, index: Tensor, axis: int, out: Tensor, low: int | None) -> None:
     """:meth:`TorchOut.take_into` by ATen (``index_select``, or one slice's copy), where NumPy's
     writer does not take the call."""
-    size = data.shape[axis]
-    pre, post = math.prod(data.shape[:axis]), math.prod(data.shape[axis + 1 :])
     twin = kernels.BIT_TWIN.get(data.dtype)
     if twin is not None:  # uint16/32/64 have few kernels: the same bits as signed ints
         data, out = data.view(twin), out.view(twin)
+    shape = data.shape
+    size = shape[axis]
     if not index.ndim:  # one slice, copied by the rule of an eager scalar pick
-        value = int(index)
-        kernels.pick(data, value + size if value < 0 else value, axis, out=out)
+        value = int(index) if low is None else low  # a scalar's minimum is its value
+        kernels.pick(data, value + size if value < 0 else value, axis, shape, out)
         return
+    pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
     flat = index.reshape(-1)
     if low is not None and low >= 0:
         pass
@@ -200,7 +198,7 @@ def select_into(data: Tensor, index: Tensor, axis: int, out: Tensor, low: int | 
             source = data.view(pre, size, post)
             torch.index_select(source, 1, flat, out=out.view(pre, -1, post))
     else:
-        dims = (*data.shape[:axis], flat.shape[0], *data.shape[axis + 1 :])
+        dims = (*shape[:axis], flat.shape[0], *shape[axis + 1 :])
         torch.index_select(data, axis, flat, out=out.view(dims))
 
 
