@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -50,6 +51,55 @@ def tests(session: nox.Session, backend: str) -> None:
         pytest(session, *args, require="jax", JAX_ENABLE_X64="1")
     else:
         pytest(session, *args, require=backend)
+
+
+def pyenv_python(version: str) -> str:
+    """The newest pyenv-installed interpreter of ``version`` ("3.10"): pyenv's shims run only
+    the active version. Elsewhere ``version`` itself, for nox to find on PATH."""
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    found = [p for p in root.glob(f"versions/{version}.*/bin/python{version}")
+             if re.fullmatch(r"\d+\.\d+\.\d+", p.parents[1].name)]  # fmt: skip
+    if not found:
+        return version
+    return str(max(found, key=lambda p: [int(n) for n in p.parents[1].name.split(".")]))
+
+
+@nox.session(python=pyenv_python("3.10"))
+def oldest(session: nox.Session) -> None:
+    """The floors pyproject.toml declares: Python 3.10, NumPy 1.26 and array-api-compat 1.9,
+    on the NumPy and array-API backends."""
+    install(session, "-e", ".[test]", "numpy==1.26.4", "array-api-compat==1.9")
+    pytest(session, "-m", "not parity", "--backends=numpy,array_api_strict",
+           "-p", "no:cacheprovider", "--ignore=tests/test_jax_sharding.py",
+           require="numpy,array_api_strict")  # fmt: skip
+
+
+@nox.session(python=PYTHON)
+def oldest_jax(session: nox.Session) -> None:
+    """JAX's floor, 0.7.2 (with NumPy 2.0, the oldest it takes), sharded tests included."""
+    install(session, "-e", ".[test]", "jax==0.7.2", "jaxlib==0.7.2", "numpy==2.0.2")
+    jax_suite(session)
+
+
+@nox.session(python=pyenv_python("3.13"))
+def newest(session: nox.Session) -> None:
+    """The newest Python with the newest NumPy and JAX the registry has (no torch: its CPU
+    wheel on disk is for Python 3.11)."""
+    install(session, "-e", ".[test]", "jax")
+    pytest(session, "-m", "not parity", "--backends=numpy,array_api_strict",
+           "-p", "no:cacheprovider", "--ignore=tests/test_jax_sharding.py",
+           require="numpy,array_api_strict")  # fmt: skip
+    jax_suite(session)
+
+
+def jax_suite(session: nox.Session) -> None:
+    """The JAX backend's tests in both 64-bit modes, then the sharded ones on 4 host devices."""
+    args = ["-m", "not parity", "--backends=jax", "-p", "no:cacheprovider",
+            "--ignore=tests/test_jax_sharding.py"]  # fmt: skip
+    pytest(session, *args, require="jax", JAX_ENABLE_X64="0")
+    pytest(session, *args, require="jax", JAX_ENABLE_X64="1")
+    pytest(session, "tests/test_jax_sharding.py", "-p", "no:cacheprovider", require="jax",
+           XLA_FLAGS="--xla_force_host_platform_device_count=4")  # fmt: skip
 
 
 @nox.session(python=PYTHON)
@@ -184,6 +234,9 @@ def notebooks(session: nox.Session) -> None:
 
 nox.options.sessions = [
     "tests",
+    "oldest",
+    "oldest_jax",
+    "newest",
     "parity",
     "libraries",
     "lint",

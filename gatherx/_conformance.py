@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ._backends.capabilities import host_copy
 from ._cases import Case, onnx_cases, spec_examples
 
 #: Every ONNX Gather data dtype, in the order the suite's dtype groups run.
@@ -127,7 +128,7 @@ def to_numpy(x: Any) -> np.ndarray:
         return to_numpy(x.compute())
     if hasattr(x, "__dlpack__"):
         try:
-            return np.from_dlpack(x, copy=True)
+            return host_copy(x)
         except (BufferError, TypeError, ValueError, RuntimeError):
             pass
     return np.asarray(x)

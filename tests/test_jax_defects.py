@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import textwrap
 
 import numpy as np
@@ -423,6 +424,13 @@ print(json.dumps([[o, o2, e.get(), e2.get()] for o, o2, e, e2 in report]))
 """
 
 
+@pytest.mark.xfail(
+    tuple(int(n) for n in re.findall(r"\d+", jax.__version__)[:3]) < (0, 10, 2),
+    reason="before JAX 0.10.2, checkify re-traces the gather's body (run in auto_axes) under "
+    "the Explicit mesh, whose operands it then refuses",
+    raises=AssertionError,
+    strict=True,
+)
 def test_checkify_on_an_explicit_mesh_in_a_fresh_process() -> None:
     flags = " ".join([os.environ.get("XLA_FLAGS", ""), "--xla_force_host_platform_device_count=4"])
     proc = run_python(_SHARDED, XLA_FLAGS=flags.strip())

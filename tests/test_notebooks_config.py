@@ -10,8 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-import tomllib
 from support import need
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from PyPI
+    import tomli as tomllib
 
 ROOT = Path(__file__).parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.md"))

@@ -116,8 +116,19 @@ def read(x: Any, caps: Capabilities) -> np.ndarray | None:
         except ValueError:  # a graph input or a value derived from one
             return None
     if caps.dlpack:
-        return np.from_dlpack(x, device="cpu", copy=True)
+        return host_copy(x)
     return np.asarray(x)
+
+
+#: NumPy 2.1 gave ``from_dlpack`` its ``device`` and ``copy`` keywords.
+_DLPACK_KEYWORDS = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
+
+
+def host_copy(x: Any) -> np.ndarray:
+    """A NumPy array of its own with the values of ``x``, read through DLPack."""
+    if _DLPACK_KEYWORDS:
+        return np.from_dlpack(x, device="cpu", copy=True)
+    return np.array(np.from_dlpack(x))  # a view of x's memory before NumPy 2.1: copied
 
 
 def symbolic(shape: tuple[Any, ...]) -> bool:

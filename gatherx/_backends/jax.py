@@ -180,6 +180,7 @@ def _given_check(
     axis: int,
     shape: tuple[int, ...],
     prim: str,
+    context: Any = None,
 ) -> tuple[Any, Any]:
     if _checkify.OOBError not in enabled_errors or index.size == 0:
         return error, index
@@ -189,10 +190,23 @@ def _given_check(
     bad = (flat < low) | (flat > high)
     payload = jnp.array([0, axis, shape[axis]], index.dtype).at[0].set(flat[jnp.argmax(bad)])
     oob = GivenIndexError(_checkify.get_traceback(), prim, shape, payload)
-    return _checkify.assert_func(error, jnp.any(bad), oob), index
+    assert_func: Any = _checkify.assert_func
+    if context is not None:
+        assert_func = partial(assert_func, context)
+    return assert_func(error, jnp.any(bad), oob), index
 
 
-_checkify.error_checks[_given_p] = _given_check
+def _given_check_in(
+    context: Any, error: Any, enabled_errors: Any, index: Any, **params: Any
+) -> tuple[Any, Any]:
+    """:func:`_given_check` as JAX 0.11 and later call a rule: after checkify's context,
+    which numbers the errors of a trace."""
+    return _given_check(error, enabled_errors, index, context=context, **params)
+
+
+_checkify.error_checks[_given_p] = (
+    _given_check_in if hasattr(_checkify, "CheckifyContext") else _given_check
+)
 
 
 def _given(
