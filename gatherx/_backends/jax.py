@@ -199,7 +199,7 @@ def _given_check(
 def _given_check_in(
     context: Any, error: Any, enabled_errors: Any, index: Any, **params: Any
 ) -> tuple[Any, Any]:
-    """:func:`_given_check` as JAX 0.11 and later call a rule: after checkify's context,
+    """:func:`_given_check` as JAX 0.11.2 and later call a rule: after checkify's context,
     which numbers the errors of a trace."""
     return _given_check(error, enabled_errors, index, context=context, **params)
 
