@@ -42,15 +42,26 @@ def pytest(session: nox.Session, *args: str, require: str, **env: str) -> None:
 def tests(session: nox.Session, backend: str) -> None:
     """The suite on one backend, with only what that backend needs installed."""
     install(session, "-e", ".[test]", *BACKEND_DEPS[backend])
-    # The sharding tests need 4 XLA host devices, set up by the distributed session.
-    args = ["-m", "not parity", f"--backends={backend}", "-p", "no:cacheprovider",
+    backend_suite(session, backend)
+
+
+def backend_suite(session: nox.Session, backends: str) -> None:
+    """The suite narrowed to ``backends`` (comma-separated, all required), parity aside."""
+    # The sharding tests need 4 XLA host devices: sharded_suite and the distributed session.
+    args = ["-m", "not parity", f"--backends={backends}", "-p", "no:cacheprovider",
             "--ignore=tests/test_jax_sharding.py"]  # fmt: skip
-    if backend == "jax":
+    if backends == "jax":
         # 64-bit types exist in JAX only with jax_enable_x64: run both modes.
         pytest(session, *args, require="jax", JAX_ENABLE_X64="0")
         pytest(session, *args, require="jax", JAX_ENABLE_X64="1")
     else:
-        pytest(session, *args, require=backend)
+        pytest(session, *args, require=backends)
+
+
+def sharded_suite(session: nox.Session) -> None:
+    """The JAX sharding tests on 4 host CPU devices."""
+    pytest(session, "tests/test_jax_sharding.py", "-p", "no:cacheprovider", require="jax",
+           XLA_FLAGS="--xla_force_host_platform_device_count=4")  # fmt: skip
 
 
 def pyenv_python(version: str) -> str:
@@ -69,16 +80,15 @@ def oldest(session: nox.Session) -> None:
     """The floors pyproject.toml declares: Python 3.10, NumPy 1.26 and array-api-compat 1.9,
     on the NumPy and array-API backends."""
     install(session, "-e", ".[test]", "numpy==1.26.4", "array-api-compat==1.9")
-    pytest(session, "-m", "not parity", "--backends=numpy,array_api_strict",
-           "-p", "no:cacheprovider", "--ignore=tests/test_jax_sharding.py",
-           require="numpy,array_api_strict")  # fmt: skip
+    backend_suite(session, "numpy,array_api_strict")
 
 
 @nox.session(python=PYTHON)
 def oldest_jax(session: nox.Session) -> None:
     """JAX's floor, 0.7.2 (with NumPy 2.0, the oldest it takes), sharded tests included."""
     install(session, "-e", ".[test]", "jax==0.7.2", "jaxlib==0.7.2", "numpy==2.0.2")
-    jax_suite(session)
+    backend_suite(session, "jax")
+    sharded_suite(session)
 
 
 @nox.session(python=pyenv_python("3.13"))
@@ -86,20 +96,9 @@ def newest(session: nox.Session) -> None:
     """The newest Python with the newest NumPy and JAX the registry has (no torch: its CPU
     wheel on disk is for Python 3.11)."""
     install(session, "-e", ".[test]", "jax")
-    pytest(session, "-m", "not parity", "--backends=numpy,array_api_strict",
-           "-p", "no:cacheprovider", "--ignore=tests/test_jax_sharding.py",
-           require="numpy,array_api_strict")  # fmt: skip
-    jax_suite(session)
-
-
-def jax_suite(session: nox.Session) -> None:
-    """The JAX backend's tests in both 64-bit modes, then the sharded ones on 4 host devices."""
-    args = ["-m", "not parity", "--backends=jax", "-p", "no:cacheprovider",
-            "--ignore=tests/test_jax_sharding.py"]  # fmt: skip
-    pytest(session, *args, require="jax", JAX_ENABLE_X64="0")
-    pytest(session, *args, require="jax", JAX_ENABLE_X64="1")
-    pytest(session, "tests/test_jax_sharding.py", "-p", "no:cacheprovider", require="jax",
-           XLA_FLAGS="--xla_force_host_platform_device_count=4")  # fmt: skip
+    backend_suite(session, "numpy,array_api_strict")
+    backend_suite(session, "jax")
+    sharded_suite(session)
 
 
 @nox.session(python=PYTHON)
