@@ -38,22 +38,29 @@ GRAD_DTYPES = _DATA_DTYPES_13 - {"bool", "string"}
 HALF_DTYPES = frozenset({"float16", "bfloat16"})
 
 
-_NUMPY_NAMES: dict[np.dtype, str] = {}
+_NAMES: dict[tuple[type, Any], str] = {}
 
 
 def dtype_name(dtype: object) -> str:
     """The backend-neutral name of a dtype: ``float32``, ``bfloat16``, ``string``, ..."""
+    # Computing a name costs 1-2 us (np.dtype.name is a Python property): remember it, keyed
+    # by type too, so that no lookup compares the dtypes of two libraries.
+    key = (type(dtype), dtype)
+    try:
+        return _NAMES[key]
+    except (KeyError, TypeError):  # TypeError: an unhashable dtype
+        pass
     if isinstance(dtype, np.dtype):
-        # np.dtype.name is computed in Python on every access (~2 us): remember it.
-        name = _NUMPY_NAMES.get(dtype)
-        if name is None:
-            name = "string" if dtype.kind in "USO" else dtype.name
-            if len(_NUMPY_NAMES) < 1024:
-                _NUMPY_NAMES[dtype] = name
-        return name
-    name = str(dtype)
-    # torch.float32 -> float32, array_api_strict.int64 -> int64
-    return name.rpartition(".")[2].removeprefix("dtype('").removesuffix("')")
+        name = "string" if dtype.kind in "USO" else dtype.name
+    else:
+        # torch.float32 -> float32, array_api_strict.int64 -> int64
+        name = str(dtype).rpartition(".")[2].removeprefix("dtype('").removesuffix("')")
+    try:
+        if len(_NAMES) < 1024:
+            _NAMES[key] = name
+    except TypeError:
+        pass
+    return name
 
 
 def data_dtypes(opset: int) -> frozenset[str]:

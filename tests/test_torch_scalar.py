@@ -9,8 +9,6 @@ from support import need
 torch = need("torch")
 
 import gatherx  # noqa: E402
-from gatherx import _strategy  # noqa: E402
-from gatherx._backends.torch import TorchBackend, kernels  # noqa: E402
 
 pytestmark = [
     # torch's own deprecations under compile (see tests/test_torch_compile.py)
@@ -18,7 +16,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:`torch.jit.script:DeprecationWarning"),
 ]
 
-# (data shape, axis): rows, inner axes, a column of a wide matrix (the narrow plan), 1-D data.
+# (data shape, axis): rows, inner axes, a column of a wide matrix, 1-D data.
 SHAPES = [((6, 5), 0), ((6, 5), 1), ((3, 4, 5), 1), ((3, 4, 5), -1), ((7,), 0), ((1100, 1030), 1)]
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.complex64,
           torch.bool, torch.int8, torch.uint8, torch.int64, torch.uint16, torch.uint32]  # fmt: skip
@@ -39,15 +37,10 @@ def _values(size: int) -> list[int]:
     return sorted({0, 1, size - 1, -1, -size, -(size // 2)})
 
 
-def _no_general_path(*args, **kwargs):
-    pytest.fail("a scalar index took the general path's index check")
-
-
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize(("shape", "axis"), SHAPES, ids=str)
 @pytest.mark.parametrize("kind", ["int64", "int32", "python"])
-def test_scalar_index_matches_numpy_and_copies(monkeypatch, dtype, shape, axis, kind):
-    monkeypatch.setattr(TorchBackend, "bounded", _no_general_path)
+def test_scalar_index_matches_numpy_and_copies(dtype, shape, axis, kind):
     data = _data(shape, dtype)
     before = data.clone()
     for value in _values(shape[axis]):
@@ -64,11 +57,9 @@ def test_scalar_index_matches_numpy_and_copies(monkeypatch, dtype, shape, axis, 
         assert torch.equal(data, before)
 
 
-@pytest.mark.parametrize("plan", ["select", "narrow"])
 @pytest.mark.parametrize(("shape", "axis"), SHAPES, ids=str)
 @pytest.mark.parametrize("layout", ["contiguous", "transposed"])
-def test_every_scalar_plan_matches_numpy(monkeypatch, plan, shape, axis, layout):
-    monkeypatch.setattr(kernels, "torch_scalar_plan", lambda *a, **k: plan)
+def test_scalar_index_on_strided_data_matches_numpy(shape, axis, layout):
     host = np.random.default_rng(0).standard_normal(shape)
     data = torch.from_numpy(host)
     if layout == "transposed":
@@ -77,37 +68,6 @@ def test_every_scalar_plan_matches_numpy(monkeypatch, plan, shape, axis, layout)
         out = gatherx.gather(data, torch.tensor(value), axis=axis)
         np.testing.assert_array_equal(out.numpy(), np.take(host, value, axis=axis))
         assert out.untyped_storage().data_ptr() != data.untyped_storage().data_ptr()
-
-
-@pytest.mark.parametrize(
-    ("shape", "axis", "itemsize", "contiguous", "want"),
-    [
-        ((4096, 4096), 0, 4, True, "select"),  # a row
-        ((1, 4096, 4096), 1, 4, True, "select"),  # a row behind a unit axis
-        ((64, 4096), 1, 4, True, "select"),  # a column of few rows
-        ((4096, 64), 1, 4, True, "select"),  # runs close together
-        ((4096, 4096), 1, 4, True, "narrow"),  # the column of a (4096, 4096) matrix
-        ((4096, 1024), 1, 4, True, "narrow"),  # 4 KiB apart
-        ((4096, 1024), 1, 2, True, "select"),  # 2 KiB apart
-        ((4096, 4096), 1, 4, False, "select"),  # strided data: no run layout to rely on
-        ((512, 16, 1024), 1, 4, True, "select"),  # long runs
-        ((64, 64, 256, 16), 2, 4, True, "narrow"),  # runs of one cache line, 16 KiB apart
-        ((64, 64, 256, 32), 2, 4, True, "select"),  # runs of two
-        ((4096, 0), 0, 4, True, "select"),
-        ((4096, 4096, 0), 1, 4, True, "select"),  # empty runs
-    ],
-)
-def test_scalar_plan_branches(shape, axis, itemsize, contiguous, want):
-    asked = []
-
-    def layout() -> bool:
-        asked.append(True)
-        return contiguous
-
-    assert _strategy.torch_scalar_plan(shape, axis, itemsize, layout) == want
-    assert len(asked) <= 1  # asked once at most, and only where the shape allows narrow
-    if want == "narrow":
-        assert asked
 
 
 @pytest.mark.parametrize("value", [5, -6, 2**31, -(2**63)])
@@ -171,9 +131,7 @@ def test_scalar_backward_is_one_slice_scatter_add(shape, axis, kind):
         np.testing.assert_array_equal(got.numpy(), oracle)
 
 
-@pytest.mark.parametrize("plan", ["select", "narrow"])
-def test_scalar_gradcheck_and_forward_mode(monkeypatch, plan):
-    monkeypatch.setattr(kernels, "torch_scalar_plan", lambda *a, **k: plan)
+def test_scalar_gradcheck_and_forward_mode():
     x = torch.randn(4, 3, 2, dtype=torch.float64, requires_grad=True)
 
     def f(t: torch.Tensor) -> torch.Tensor:

@@ -86,6 +86,12 @@ class Backend:
         """(min, max) of a non-empty native index, or None where values cannot be read."""
         raise NotImplementedError
 
+    def host_values(self, index: Any) -> np.ndarray | None:
+        """A native index's values as a NumPy array over its own memory, where they are read
+        on the host at no cost (CPU memory, the exact bounds policy, nothing tracing the call);
+        None elsewhere, and then :meth:`bounds` reads them."""
+        return None
+
     def to_host(self, index: Any) -> np.ndarray:
         """A native index's values on the host, to locate the first bad one."""
         return np.asarray(index)
@@ -150,6 +156,12 @@ class Backend:
             return self.wrap(native, size, low, opset) if wrap else native
         if self.size(index) == 0:
             return index
+        host = self.host_values(index) if wrap else None
+        if host is not None:  # checked and wrapped in one rule, the host's
+            wrapped = _rules.host_wrapped(host, size, opset)
+            if wrapped is None:
+                return self.checked(index, *_rules.host_extremes(host), size, axis, opset, fn)
+            return index if wrapped is host else self.from_host(wrapped, like)
         extremes = self.bounds(index) if writer is None else writer.read_bounds(index)
         if extremes is None:
             if writer is not None:

@@ -6,8 +6,8 @@ from typing import Any
 
 import torch
 
-from .kernels import doubled, rows, scatter_add, take, take_eager
-from .modes import compiling, functorch_active
+from .kernels import scatter_add, take
+from .modes import compiling, functorch_active, plain_eager
 
 
 class _GatherNoJvp(torch.autograd.Function):
@@ -57,38 +57,25 @@ class GatherEager(torch.autograd.Function):
 
     ``Function.apply`` runs ``inspect.signature`` on every call of a Function that defines
     ``setup_context`` (~20 us), which torch.func's transforms need and plain autograd does not;
-    the eager path uses this one where no transform, compiler, tracer or forward AD is active.
+    plain eager calls use this one (no transform, compiler, tracer or forward AD active).
     """
 
     @staticmethod
-    def forward(
-        ctx: Any, data: torch.Tensor, index: torch.Tensor, axis: int, attempt: str | None
-    ) -> torch.Tensor:
-        ctx.fold = attempt == "doubled"
-        if ctx.fold:  # gathered from the rows twice over; the backward adds both halves
-            data, index = doubled(data, index)
-            attempt = "as_given"
+    def forward(ctx: Any, data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
         ctx.save_for_backward(index)
         ctx.size = data.shape[axis]
         ctx.axis = axis
-        if attempt is not None:  # an unchecked index on axis 0, for index_select to refuse
-            return rows(data, index, attempt)
-        return take_eager(data, index, axis)
+        return take(data, index, axis)
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None, None]:
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None]:
         (index,) = ctx.saved_tensors
         if not ctx.needs_input_grad[0]:
-            return None, None, None, None
+            return None, None, None
         if torch.is_grad_enabled() or functorch_active():
             # create_graph=True, or vmap over the backward (gradcheck's batched grad)
-            out = apply_scatter_add(grad, index, ctx.axis, ctx.size)
-        else:
-            out = scatter_add(grad, index, ctx.axis, ctx.size)
-        if ctx.fold:
-            half = ctx.size // 2
-            out = out[:half] + out[half:]
-        return out, None, None, None
+            return apply_scatter_add(grad, index, ctx.axis, ctx.size), None, None
+        return scatter_add(grad, index, ctx.axis, ctx.size), None, None
 
 
 class _ScatterAddNoJvp(torch.autograd.Function):
@@ -135,6 +122,9 @@ class _ScatterAddFn(_ScatterAddNoJvp):
 # Dynamo refuses to trace an autograd.Function that defines jvp, so compiled code uses twins
 # without it; forward-mode AD is an eager (and torch.func) feature.
 def apply_gather(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
+    """Gather through gatherx's Function: the cheapest one the active machinery can run."""
+    if plain_eager():
+        return GatherEager.apply(data, index, axis)
     fn = _GatherNoJvp if compiling() else _GatherFn
     return fn.apply(data, index, axis)
 
@@ -144,13 +134,3 @@ def apply_scatter_add(
 ) -> torch.Tensor:
     fn = _ScatterAddNoJvp if compiling() else _ScatterAddFn
     return fn.apply(grad, index, axis, size)
-
-
-def eager_apply(
-    data: torch.Tensor, index: torch.Tensor, axis: int, attempt: str | None = None
-) -> torch.Tensor:
-    """Plain eager autograd (no torch.func, compiler, tracer or forward AD active) on a checked,
-    non-negative ``index``, or on an unchecked one on axis 0 that ``index_select`` refuses if
-    bad: ``attempt`` ``as_given`` (a wrapped one included) or ``doubled`` (see
-    :func:`gatherx._backends.torch.kernels.rows`)."""
-    return GatherEager.apply(data, index, axis, attempt)

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ... import _errors, _policy, _rules
-from .kernels import wrap_eager, wrap_unchecked
+from .kernels import wrap_unchecked
 from .modes import compiling, tracing
 
 
@@ -105,12 +105,6 @@ def read(index: torch.Tensor) -> tuple[int, int] | None:
     return int(extremes[0]), int(extremes[1])
 
 
-def read_cpu(index: torch.Tensor) -> tuple[int, int]:
-    """(min, max) of a non-empty plain CPU index, in one ATen pass (the eager path's read)."""
-    low, high = torch.aminmax(index)
-    return int(low.item()), int(high.item())
-
-
 def to_host(index: torch.Tensor) -> np.ndarray:
     """The values of a readable index (every sample of a vmap batch), to locate a bad one."""
     values = plain(index)
@@ -138,7 +132,7 @@ def device_check(index: torch.Tensor, size: int, axis: int, opset: int, fn: str)
     ok = (low >= max(lo, info.min)) & (high <= min(hi, info.max))
     torch._assert_async(ok, _errors.traced_out_of_bounds(fn, axis, opset))
     if opset >= _rules.NEGATIVE_INDICES_SINCE:
-        return wrap_eager(index, size)  # a bad value stays bad for index_select too
+        return wrap_unchecked(index, size)  # a bad value stays bad for index_select too
     return index
 
 

@@ -10,6 +10,7 @@ _is_exporting = torch.compiler.is_exporting
 _tracing_state = torch._C._get_tracing_state
 _functorch_active = torch._C._are_functorch_transforms_active
 _forward_ad = torch.autograd.forward_ad
+_grad_enabled = torch.is_grad_enabled
 
 
 def compiling() -> bool:
@@ -42,4 +43,4 @@ def needs_autograd(x: torch.Tensor) -> bool:
 
     (The TorchScript tracer counts: ONNX export below opset 18 needs the Function's symbolic.)
     """
-    return x.requires_grad or not plain_eager()
+    return (x.requires_grad and _grad_enabled()) or not plain_eager()
