@@ -3,15 +3,17 @@
 ``python -m gatherx bench --help`` lists the options; ``docs/performance.md`` explains the method.
 """
 
-from .cases import BACKENDS, CASES, GOALS, Case, Goal, goal_for
+from .cases import BACKENDS, CASES, Case
 from .formulations import Entry, Inputs, build_entries, make_inputs, verify
-from .harness import add_arguments, main, run
+from .harness import add_arguments, main, run, time_case
 from .machine import Load, environment
 from .report import Row, detail_table, fmt_time, summarize, summary_table
+from .sweep import Result, Stats, draw_cases, statistics_of
 from .timing import CLOCKS, rounds
 
 __all__ = [
-    "BACKENDS", "CASES", "CLOCKS", "GOALS", "Case", "Entry", "Goal", "Inputs", "Load", "Row",
-    "add_arguments", "build_entries", "detail_table", "environment", "fmt_time", "goal_for", "main",
-    "make_inputs", "rounds", "run", "summarize", "summary_table", "verify",
+    "BACKENDS", "CASES", "CLOCKS", "Case", "Entry", "Inputs", "Load", "Result", "Row", "Stats",
+    "add_arguments", "build_entries", "detail_table", "draw_cases", "environment", "fmt_time",
+    "main", "make_inputs", "rounds", "run", "statistics_of", "summarize", "summary_table",
+    "time_case", "verify",
 ]  # fmt: skip

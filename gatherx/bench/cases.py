@@ -1,8 +1,11 @@
-"""The benchmark's shapes and goals: float32 data gathered with int64 indices."""
+"""The benchmark's shapes: data gathered with int64 indices, and their one-line specs."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+import numpy as np
 
 from .._rules import output_shape
 
@@ -12,7 +15,11 @@ class Case:
     """One benchmark shape: ``dtype`` data gathered with int64 ``indices`` on ``axis``.
 
     The indices gatherx gets are drawn from the whole valid range [-s, s-1], negative ones
-    included; the native formulations get the same values made non-negative.
+    included; the native formulations get the same values made non-negative. ``strided``
+    data is a non-contiguous view (every other element along its last axis longer than one,
+    see `make_inputs`); JAX copies it into a buffer of its own, as it does every array.
+    ``large`` marks the cases whose output is large enough for their times to be memory
+    traffic rather than call overhead.
     """
 
     name: str
@@ -23,6 +30,7 @@ class Case:
     dtype: str = "float32"
     #: The first index drawn from [0, s-1], the others from [-s, s-1] (a late negative).
     first_non_negative: bool = False
+    strided: bool = False
 
     @property
     def ax(self) -> int:
@@ -32,8 +40,96 @@ class Case:
     def out_shape(self) -> tuple[int, ...]:
         return output_shape(self.data_shape, self.index_shape, self.ax)
 
+    @property
+    def out_bytes(self) -> int:
+        """The output's size in bytes."""
+        return math.prod(self.out_shape) * np.dtype(self.dtype).itemsize
+
     def describe(self) -> str:
-        return f"{self.data_shape} / {self.index_shape} / axis {self.axis}"
+        text = f"{self.data_shape} / {self.index_shape} / axis {self.axis}"
+        if self.dtype != "float32":
+            text += f" / {self.dtype}"
+        if self.strided:
+            text += " / strided"
+        return text
+
+    def spec(self) -> str:
+        """The case as ``--case-spec`` text, which `from_spec` reads back: no spaces, no
+        characters a shell would expand, e.g. ``data=5x4,index=2x2,axis=-1,dtype=uint8``."""
+        parts = [
+            f"data={_shape_text(self.data_shape)}",
+            f"index={_shape_text(self.index_shape)}",
+            f"axis={self.axis}",
+            f"dtype={self.dtype}",
+        ]
+        parts += [flag for flag in _FLAGS if getattr(self, flag)]
+        return ",".join(parts)
+
+    @classmethod
+    def from_spec(cls, text: str, name: str | None = None) -> Case:
+        """The case that ``text`` (from `spec`) describes, named ``name`` (default: ``text``).
+
+        Raises
+        ------
+        ValueError
+            If ``text`` lacks ``data=`` or ``index=``, or names an unknown key or dtype.
+        """
+        fields: dict[str, str] = {}
+        flags: dict[str, bool] = {}
+        for part in (p.strip() for p in text.split(",")):
+            key, eq, value = part.partition("=")
+            if not eq and key in _FLAGS:
+                flags[key] = True
+            elif eq and key in ("data", "index", "axis", "dtype"):
+                fields[key] = value
+            else:
+                msg = (
+                    f"case spec {text!r}: unknown part {part!r}; expected data=AxB, index=C "
+                    f"(or index=scalar), axis=N, dtype=NAME, {', '.join(_FLAGS)}"
+                )
+                raise ValueError(msg)
+        if "data" not in fields or "index" not in fields:
+            msg = f"case spec {text!r}: data= and index= are required, e.g. data=5x4,index=2"
+            raise ValueError(msg)
+        dtype = fields.get("dtype", "float32")
+        try:
+            np.dtype(dtype)
+        except TypeError:
+            msg = f"case spec {text!r}: unknown dtype {dtype!r}"
+            raise ValueError(msg) from None
+        data = _shape_of(fields["data"], text)
+        if not data:
+            msg = f"case spec {text!r}: the data needs at least one dimension"
+            raise ValueError(msg)
+        axis = int(fields.get("axis", "0"))
+        if not -len(data) <= axis < len(data):
+            msg = f"case spec {text!r}: axis {axis} is out of range for data of rank {len(data)}"
+            raise ValueError(msg)
+        index = _shape_of(fields["index"], text)
+        ax = axis % len(data)
+        large = math.prod(output_shape(data, index, ax)) * np.dtype(dtype).itemsize >= 2**20
+        return cls(name or text, data, index, axis, large, dtype, **flags)
+
+
+#: The boolean fields a spec names by themselves when they are set.
+_FLAGS = ("strided", "first_non_negative")
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape)) if shape else "scalar"
+
+
+def _shape_of(text: str, spec: str) -> tuple[int, ...]:
+    if text == "scalar":
+        return ()
+    try:
+        shape = tuple(int(n) for n in text.split("x"))
+    except ValueError:
+        shape = (-1,)
+    if any(n < 0 for n in shape):
+        msg = f"case spec {spec!r}: {text!r} is no shape (sizes joined by x, or scalar)"
+        raise ValueError(msg)
+    return shape
 
 
 CASES = (
@@ -53,83 +149,7 @@ CASES = (
     Case("pick_tall", (4096, 64), (), 1, large=False),
     Case("pick_col", (4096, 4096), (), 1),
 )
-#: Scalar picks of at most 64 KiB of output, whose goal is a fixed overhead; the column of
-#: a (4096, 4096) matrix (``pick_col``) is held to the ratio of the large cases.
-SMALL_PICKS = ("pick_row", "pick_wide", "pick_tall")
-
 BACKENDS = ("numpy", "torch", "jax", "onnxruntime")
 
 #: The task of a gather into a preallocated ``out=``, beside the plain ``forward``.
 OUT_TASK = "forward (out=)"
-
-
-@dataclass(frozen=True)
-class Goal:
-    """A performance goal of one backend's task on some cases.
-
-    ``kind`` is ``ratio`` (gatherx time / best native time, median of the paired rounds, at
-    most ``limit``), ``faster`` (that ratio at most ``1 / limit``: gatherx at least ``limit``
-    times faster) or ``extra`` (gatherx's median time at most ``limit`` seconds above the
-    best native's).
-    ``cases`` names the cases it covers; empty means every large case.
-    """
-
-    backend: str
-    task: str
-    kind: str
-    limit: float
-    cases: tuple[str, ...] = ()
-
-    def covers(self, case: Case) -> bool:
-        return case.name in self.cases if self.cases else case.large
-
-    def text(self) -> str:
-        if self.kind == "extra":
-            return f"<= +{self.limit * 1e6:.0f} us"
-        if self.kind == "faster":
-            return f">= {self.limit:g}x faster"
-        return f"<= {self.limit:.2f}"
-
-    def met(self, ratio: float, extra: float) -> bool:
-        """Whether a paired ``ratio`` or an ``extra`` time (seconds) meets the goal."""
-        if self.kind == "extra":
-            return extra <= self.limit
-        if self.kind == "faster":
-            return ratio <= 1 / self.limit
-        return ratio <= self.limit
-
-
-#: The goals, the first that covers a case applying. NumPy's forward must beat the best
-#: native NumPy formulation by 10% where the row copies are short (columns, the last axis,
-#: many short rows), bounds check included, and never be slower than it. A scalar pick, on
-#: every backend: at most 3 us over the best native up to 64 KiB of output, at most 1.05 of
-#: it on the column of a (4096, 4096) matrix. Many short rows on PyTorch: at most 1.40 of
-#: index_select on the wrapped index. Into ``out=`` (NumPy and PyTorch, large cases): at most
-#: 1.10 of the fastest native ``out=`` formulation.
-GOALS: tuple[Goal, ...] = (
-    Goal("numpy", "forward", "ratio", 0.90, ("cols", "last", "short", "short_first")),
-    Goal("numpy", "forward", "ratio", 1.05, ("pick_col",)),
-    Goal("numpy", "forward", "ratio", 1.00),
-    Goal("numpy", "forward", "extra", 4e-6, ("tiny",)),
-    Goal("numpy", "forward", "extra", 3e-6, SMALL_PICKS),
-    Goal("numpy", "gather_grad", "faster", 3),
-    Goal("numpy", OUT_TASK, "ratio", 1.10),
-    Goal("torch", "forward", "ratio", 1.40, ("short", "short_first")),
-    Goal("torch", "forward", "ratio", 1.05),
-    Goal("torch", "forward", "extra", 3e-6, ("tiny", *SMALL_PICKS)),
-    Goal("torch", "forward+backward", "ratio", 1.05),
-    Goal("torch", "forward+backward", "ratio", 1.50, ("tiny",)),
-    Goal("torch", OUT_TASK, "ratio", 1.10),
-    Goal("jax", "forward (jit)", "ratio", 1.05),
-    Goal("jax", "forward (jit)", "extra", 3e-6, SMALL_PICKS),
-    Goal("jax", "forward (eager)", "ratio", 2.00, ("tiny",)),
-    Goal("jax", "vjp (jit)", "ratio", 1.05),
-)
-
-
-def goal_for(case: Case, backend: str, task: str) -> Goal | None:
-    """The goal of ``backend``'s ``task`` on ``case``, or None where none is set."""
-    for goal in GOALS:
-        if (goal.backend, goal.task) == (backend, task) and goal.covers(case):
-            return goal
-    return None

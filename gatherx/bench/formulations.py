@@ -32,7 +32,9 @@ class Inputs:
 
     ``indices`` (gatherx's) span [-s, s-1], about half of them negative; ``wrapped`` holds the
     same values made non-negative, for the native formulations, which cannot all take
-    negative indices.
+    negative indices. ``grad`` holds small integers (-1, 0, 1): their sums are exact in any
+    order, so every gradient formulation can be held to the oracle ``data_grad`` whatever
+    its order of summation. Data of a dtype that has no gradient (integers, bool) gets zeros.
     """
 
     case: Case
@@ -49,21 +51,77 @@ class Inputs:
         return (slice(None),) * self.case.ax + (self.wrapped,)
 
 
+def differentiable(dtype: str | np.dtype[Any]) -> bool:
+    """Whether data of ``dtype`` has gradients: the gradient tasks are timed on floats only."""
+    return bool(np.issubdtype(np.dtype(dtype), np.floating))
+
+
 def make_inputs(case: Case, seed: int = 0) -> Inputs:
+    """The arrays of ``case``, drawn from ``numpy.random.default_rng(seed)``.
+
+    Parameters
+    ----------
+    case : Case
+        The shapes, dtype and layout; ``strided`` data is every other element along the last
+        axis longer than one of an array twice as long there: a view no copy makes
+        contiguous.
+    seed : int, optional
+        The generator's seed; the same case and seed give the same arrays.
+
+    Returns
+    -------
+    Inputs
+        The data, both sets of indices, the output gradient and the two oracles.
+
+    Raises
+    ------
+    ValueError
+        If ``case`` is strided but no axis of its data is longer than one.
+    """
     rng = np.random.default_rng(seed)
     dtype = np.dtype(case.dtype)
-    data = rng.standard_normal(case.data_shape).astype(dtype)
+    data = _data(rng, case)
     size = case.data_shape[case.ax]
     indices = np.asarray(rng.integers(-size, size, size=case.index_shape, dtype=np.int64))
     if case.first_non_negative and indices.size:
         indices.reshape(-1)[0] %= size
     wrapped = np.asarray(indices % size)  # 0-d arrays, not NumPy scalars, for a scalar index
-    grad = rng.standard_normal(case.out_shape).astype(dtype)
-    out = np.take(data, wrapped, axis=case.ax)
-    data_grad = np.zeros(case.data_shape, dtype)
+    out = np.asarray(np.take(data, wrapped, axis=case.ax))  # 0-d, not a scalar, at rank 0
+    if not differentiable(dtype):
+        grad, data_grad = np.zeros(case.out_shape, dtype), np.zeros(case.data_shape, dtype)
+        return Inputs(case, data, indices, wrapped, grad, out, data_grad)
+    grad = rng.integers(-1, 2, size=case.out_shape, dtype=np.int8).astype(dtype)
+    # float16 sums in float64: exact, then rounded once (float16 holds integers to 2048)
+    total = np.zeros(case.data_shape, np.float64 if dtype == np.float16 else dtype)
     key: tuple[Any, ...] = (*(slice(None),) * case.ax, wrapped)
-    np.add.at(data_grad, key, grad)
-    return Inputs(case, data, indices, wrapped, grad, out, data_grad)
+    np.add.at(total, key, grad)
+    return Inputs(case, data, indices, wrapped, grad, out, total.astype(dtype, copy=False))
+
+
+def _data(rng: np.random.Generator, case: Case) -> np.ndarray:
+    """Data of ``case``'s shape and dtype; a strided view if ``case.strided``."""
+    dtype = np.dtype(case.dtype)
+    shape = list(case.data_shape)
+    longer = [a for a, n in enumerate(shape) if n > 1]
+    if case.strided:
+        if not longer:
+            msg = f"bench: strided data needs an axis longer than one, not {case.data_shape}"
+            raise ValueError(msg)
+        shape[longer[-1]] *= 2
+    if dtype == np.float32 or dtype == np.float64:
+        data = rng.standard_normal(shape).astype(dtype)
+    elif np.issubdtype(dtype, np.floating):
+        data = rng.standard_normal(shape, dtype=np.float32).astype(dtype)
+    elif dtype == np.bool_:
+        data = rng.integers(0, 2, size=shape, dtype=np.uint8).astype(bool)
+    else:
+        info = np.iinfo(dtype)
+        data = rng.integers(max(info.min, -100), min(info.max, 100), size=shape, dtype=dtype)
+    if not case.strided:
+        return data
+    every_other = [slice(None)] * len(shape)
+    every_other[longer[-1]] = slice(None, None, 2)
+    return data[tuple(every_other)]
 
 
 # --------------------------------------------------------------------------- formulations
@@ -81,7 +139,7 @@ def numpy_entries(x: Inputs) -> list[Entry]:
         np.add.at(z, key, g)
         return z
 
-    return [
+    entries = [
         Entry("numpy", "forward", "memcpy of output", "memcpy", partial(np.copyto, buf, x.out),
               check=lambda: x.out),
         Entry("numpy", "forward", "gatherx", "gatherx", partial(gatherx.gather, d, i, axis=c.axis)),
@@ -94,6 +152,12 @@ def numpy_entries(x: Inputs) -> list[Entry]:
               check=lambda: x.out),
         *numpy_out_entries(x),
     ]  # fmt: skip
+    return entries if differentiable(c.dtype) else [e for e in entries if not _is_grad(e)]
+
+
+def _is_grad(e: Entry) -> bool:
+    """Whether ``e`` computes a gradient (of the data: the oracle ``data_grad``)."""
+    return "grad" in e.task or "backward" in e.task or "vjp" in e.task
 
 
 def numpy_out_entries(x: Inputs) -> list[Entry]:
@@ -145,7 +209,8 @@ def scribbled(buf: Any, want: np.ndarray, fn: Callable[[], Any]) -> Callable[[],
     nothing fails."""
 
     def run() -> Any:
-        wrong = np.asarray(want) + 1
+        want_ = np.asarray(want)
+        wrong = ~want_ if want_.dtype == np.bool_ else want_ + 1
         if isinstance(buf, np.ndarray):
             np.copyto(buf, wrong, casting="unsafe")
         else:
@@ -170,7 +235,10 @@ def torch_entries(x: Inputs, device: str) -> list[Entry]:
 
     key = (slice(None),) * ax + (ti,)
     oshape = c.out_shape
-    leaf = td.clone().requires_grad_(True)
+    # The leaf keeps the data's strides (clone would make a strided one contiguous).
+    leaf = td.clone() if td.is_contiguous() else torch.empty_strided(
+        td.size(), td.stride(), dtype=td.dtype, device=dev).copy_(td)  # fmt: skip
+    leaf.requires_grad_(differentiable(c.dtype))  # integers have no gradient
     k = ti.ndim
     moved_back = (tuple(range(k)), tuple(range(ax, ax + k)))
 
@@ -237,9 +305,11 @@ def torch_entries(x: Inputs, device: str) -> list[Entry]:
         rows = (c.data_shape[0], -1)
         emb = torch.nn.functional.embedding
         entries.insert(5, ("forward", "embedding", "native",
-                           lambda: emb(ti, td.view(rows)).view(oshape)))  # fmt: skip
+                           lambda: emb(ti, td.reshape(rows)).view(oshape)))  # fmt: skip
         entries.append(("forward+backward", "embedding autograd", "native",
-                        fwd_bwd(lambda t: emb(ti, t.view(rows)).view(oshape))))  # fmt: skip
+                        fwd_bwd(lambda t: emb(ti, t.reshape(rows)).view(oshape))))  # fmt: skip
+    if not differentiable(c.dtype):
+        entries = [e for e in entries if e[0] not in ("forward+backward", "gather_grad")]
     out = []
     for task, label, kind, f in entries:
         run = f if task == "forward+backward" else timed(f)
@@ -259,7 +329,9 @@ def jax_entries(x: Inputs) -> list[Entry]:
     import gatherx
 
     c, ax = x.case, x.case.ax
-    jd, jg = jnp.asarray(x.data), jnp.asarray(x.grad)
+    grads = differentiable(c.dtype)
+    jd = jnp.asarray(x.data)  # a copy of JAX's own: contiguous, whether or not x.data is
+    jg = jnp.asarray(x.grad) if grads else None
     ji, jn = jnp.asarray(x.wrapped), jnp.asarray(x.indices)  # natives' and gatherx's
 
     def gx(d: Any, i: Any) -> Any:
@@ -277,7 +349,9 @@ def jax_entries(x: Inputs) -> list[Entry]:
     def ready(f: Callable[..., Any], *args: Any) -> Callable[[], Any]:
         return lambda: f(*args).block_until_ready()
 
-    return [
+    take_vjp = jax.jit(vjp(take))  # one program for both tasks that time it: compiled once
+
+    entries = [
         Entry("jax", "forward (jit)", "gatherx in jit", "gatherx", ready(jax.jit(gx), jd, jn)),
         Entry("jax", "forward (jit)", "jnp.take", "native", ready(jax.jit(take), jd, ji)),
         Entry("jax", "forward (jit)", "indexing", "native", ready(jax.jit(index), jd, ji)),
@@ -285,13 +359,23 @@ def jax_entries(x: Inputs) -> list[Entry]:
         Entry("jax", "forward (eager)", "jnp.take", "native", ready(take, jd, ji)),
         Entry("jax", "forward (eager)", "indexing", "native", ready(index, jd, ji)),
         Entry("jax", "vjp (jit)", "gatherx in jit", "gatherx", ready(jax.jit(vjp(gx)), jd, jn, jg)),
-        Entry("jax", "vjp (jit)", "jnp.take", "native", ready(jax.jit(vjp(take)), jd, ji, jg)),
+        Entry("jax", "vjp (jit)", "jnp.take", "native", ready(take_vjp, jd, ji, jg)),
         Entry("jax", "vjp (jit)", "indexing", "native", ready(jax.jit(vjp(index)), jd, ji, jg)),
         Entry("jax", "gather_grad (eager)", "gatherx", "gatherx",
               ready(partial(gatherx.gather_grad, c.data_shape, axis=c.axis), jn, jg)),
         Entry("jax", "gather_grad (eager)", "jnp.take vjp (jit)", "native",
-              ready(jax.jit(vjp(take)), jd, ji, jg)),
+              ready(take_vjp, jd, ji, jg)),
     ]  # fmt: skip
+    return entries if grads else [e for e in entries if not _is_grad(e)]
+
+
+def jax_holds(dtype: str) -> bool:
+    """Whether JAX keeps ``dtype`` as it is: its 64-bit types only with ``jax_enable_x64``
+    (without it, ``jnp.asarray`` makes 32-bit arrays of them, another gather than the
+    case's)."""
+    import jax
+
+    return np.dtype(dtype).itemsize < 8 or bool(jax.config.read("jax_enable_x64"))
 
 
 def ort_entries(x: Inputs) -> list[Entry]:
@@ -328,7 +412,7 @@ def build_entries(x: Inputs, backends: Sequence[str], torch_device: str) -> list
         entries = [e for e in entries if e.kind in ("memcpy", "alloc")]
     if "torch" in backends:
         entries += torch_entries(x, torch_device)
-    if "jax" in backends:
+    if "jax" in backends and jax_holds(x.case.dtype):
         entries += jax_entries(x)
     if "onnxruntime" in backends:
         entries += ort_entries(x)
@@ -339,11 +423,15 @@ def verify(entries: Sequence[Entry], x: Inputs) -> None:
     """Every formulation must compute Gather (or its gradient) before its time means anything."""
     for e in entries:
         got = np.asarray(e.check() if e.check is not None else e.fn())
-        grad = "grad" in e.task or "backward" in e.task or "vjp" in e.task
+        grad = _is_grad(e)
         want = x.data_grad if grad else x.out
-        # Exact for gathers (a cheap test first); gradients summed in another order: close.
-        same = got.shape == want.shape and (
-            np.array_equal(got, want) or np.allclose(got, want, rtol=1e-5, atol=1e-4)
+        # Exact: gathers copy, and the gradients sum small integers, exact in any order but
+        # in float16 past 2048, where the order of summation decides the rounding: close.
+        rounds = grad and want.dtype == np.float16
+        same = (
+            got.shape == want.shape
+            and got.dtype == want.dtype
+            and (np.array_equal(got, want) or (rounds and np.allclose(got, want, rtol=4e-3)))
         )
         if not same:
             msg = f"bench: {e.backend} {e.task} {e.label} on {x.case.name} computes a wrong result"

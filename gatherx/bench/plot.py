@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from .cases import GOALS, Case
+from .cases import Case
 from .machine import Load
 from .report import Row
 
@@ -29,9 +29,7 @@ def figure(cases: Sequence[Case], rows: Sequence[Row], load: Load | None = None)
     # A bare Figure, not pyplot: the caller's backend (a notebook's inline one) stays as it is.
     fig = Figure(figsize=(max(11.0, 1.1 * len(cases)), 9), layout="constrained")
     top, bottom = fig.subplots(2, 1)
-    order = list(dict.fromkeys((g.backend, g.task) for g in GOALS))
-    groups = sorted({(r.backend, r.task) for r in rows},
-                    key=lambda k: order.index(k) if k in order else len(order))  # fmt: skip
+    groups = list(dict.fromkeys((r.backend, r.task) for r in rows))  # the tables' order
     width = 0.8 / max(1, len(groups))
     # Data shape, index shape and axis under each name: a reader of the picture alone must
     # know what was gathered.
@@ -43,10 +41,7 @@ def figure(cases: Sequence[Case], rows: Sequence[Row], load: Load | None = None)
             values.append(match[0].ratio if match else math.nan)
         xs = [k + (j - (len(groups) - 1) / 2) * width for k in range(len(cases))]
         top.bar(xs, values, width, label=f"{group[0]} {group[1]}")
-    top.axhline(1.05, color="black", linestyle="--", linewidth=1, label="goal 1.05")
-    top.axhline(0.90, color="green", linestyle="--", linewidth=1,
-                label="NumPy forward goal 0.90 (cols, last, short)")  # fmt: skip
-    top.axhline(1 / 3, color="grey", linestyle=":", linewidth=1, label="gather_grad goal 1/3")
+    top.axhline(1.0, color="black", linestyle="--", linewidth=1, label="as fast as the best native")
     top.set_yscale("log")
     top.set_xticks(range(len(cases)), names, fontsize=8)
     top.set_ylabel("gatherx / best native (lower is better)")
@@ -83,6 +78,44 @@ def figure(cases: Sequence[Case], rows: Sequence[Row], load: Load | None = None)
     bottom.legend(fontsize=7, ncol=3)
     machine = load.describe() if load is not None else "load not recorded"
     title = f"gatherx bench: float32 data, int64 indices; {machine}"
+    if load is not None and load.high:
+        title += "\nhigh load during the run: other processes competed, ratios are unreliable"
+    fig.suptitle(title, fontsize=10, color="red" if load is not None and load.high else "black")
+    return fig
+
+
+def sweep_plot(results: Sequence[Any], path: str, load: Load | None = None) -> None:
+    """Save :func:`sweep_figure` to ``path`` as a PNG."""
+    sweep_figure(results, load).savefig(path, dpi=110)
+
+
+def sweep_figure(results: Sequence[Any], load: Load | None = None) -> Any:
+    """A sweep's results as a matplotlib ``Figure``: gatherx / best native of every case
+    against the best native's time, one panel per backend.
+
+    ``results`` are `gatherx.bench.sweep.Result` objects.
+    """
+    from matplotlib.figure import Figure
+
+    backends = list(dict.fromkeys(r.backend for r in results))
+    fig = Figure(figsize=(6 * max(1, len(backends)), 5), layout="constrained")
+    axes = fig.subplots(1, max(1, len(backends)), squeeze=False)[0]
+    for ax, backend in zip(axes, backends, strict=False):
+        mine = [r for r in results if r.backend == backend]
+        for task in dict.fromkeys(r.task for r in mine):
+            points = [r for r in mine if r.task == task]
+            ax.scatter([r.best for r in points], [r.ratio for r in points], s=12, alpha=0.7,
+                       label=f"{task} ({len(points)})")  # fmt: skip
+        ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("best native time (s)")
+        ax.set_ylabel("gatherx / best native (lower is better)")
+        ax.set_title(backend)
+        ax.legend(fontsize=7)
+    machine = load.describe() if load is not None else "load not recorded"
+    cases = len({r.case.name for r in results})
+    title = f"gatherx bench --sweep: {cases} random cases; {machine}"
     if load is not None and load.high:
         title += "\nhigh load during the run: other processes competed, ratios are unreliable"
     fig.suptitle(title, fontsize=10, color="red" if load is not None and load.high else "black")

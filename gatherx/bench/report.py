@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .cases import OUT_TASK, Case, goal_for
+from .cases import OUT_TASK, Case
 from .formulations import Entry
 
 
@@ -29,17 +29,6 @@ class Row:
     #: (NumPy, PyTorch, JAX, onnxruntime) on the case, and its name.
     fastest: float = math.nan
     fastest_label: str = ""
-
-    def goal(self) -> tuple[str, bool | None]:
-        """The goal text and whether it is met; None where no goal is set."""
-        goal = goal_for(self.case, self.backend, self.task)
-        if goal is None:
-            return "", None
-        extra = self.gatherx - self.best
-        met = goal.met(self.ratio, extra)
-        if goal.kind == "extra":
-            return f"{extra * 1e6:+.1f} us ({goal.text()})", met
-        return goal.text(), met
 
 
 def summarize(case: Case, entries: Sequence[Entry], samples: dict[str, list[float]]) -> list[Row]:
@@ -121,13 +110,10 @@ def summary_table(rows: Sequence[Row]) -> str:
     that allocates its result, as every call without ``out=`` does)."""
     lines = [
         "| case | backend | task | gatherx | best native | gatherx / best | "
-        "gatherx / preallocated copy | gatherx / allocating copy | gatherx / fastest of all | "
-        "goal | met |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "gatherx / preallocated copy | gatherx / allocating copy | gatherx / fastest of all |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        goal, met = r.goal()
-        mark = "" if met is None else ("yes" if met else "**no**")
         note = f" (beats it by {(1 / r.ratio - 1) * 100:.0f}%)" if r.ratio < 0.95 else ""
         fastest = ""
         if not math.isnan(r.fastest):
@@ -138,7 +124,7 @@ def summary_table(rows: Sequence[Row]) -> str:
         lines.append(
             f"| {r.case.name} | {r.backend} | {r.task} | {fmt_time(r.gatherx)} | "
             f"{r.best_label} {fmt_time(r.best)} | {r.ratio:.2f}{note} | "
-            f"{floors} | {fastest} | {goal} | {mark} |"
+            f"{floors} | {fastest} |"
         )
     return "\n".join(lines)
 
@@ -159,7 +145,7 @@ def out_table(cases: Sequence[Case], results: dict[str, dict[str, float]]) -> st
     for case in cases:
         times = results.get(case.name, {})
         copy = times.get("numpy | forward | memcpy of output", math.nan)
-        mib = math.prod(case.out_shape) * 4 / 2**20  # float32
+        mib = case.out_bytes / 2**20
         for backend in ("numpy", "torch"):
             plain = times.get(f"{backend} | {OUT_TASK} | gatherx, fresh result", math.nan)
             into = times.get(f"{backend} | {OUT_TASK} | gatherx", math.nan)

@@ -21,6 +21,7 @@ def rounds(
     clock: str = "wall",
     groups: dict[str, str] | None = None,
     warmed: bool = False,
+    collect: bool = True,
 ) -> dict[str, list[float]]:
     """Seconds per call of each function in each of ``repeats`` interleaved rounds.
 
@@ -37,6 +38,9 @@ def rounds(
     ``cpu`` clock counts this process's CPU time (all its threads), which other processes'
     load on a shared machine does not inflate. ``warmed``: every function has run once
     already (compiled, caches filled), so the first call here can size the batches.
+    ``collect``: run a full garbage collection before the rounds (the collector is off during
+    them either way); a caller timing many small groups in a row, with torch and JAX loaded,
+    whose collection takes a sizeable fraction of a second, collects once for all of them.
     """
     now = CLOCKS[clock]
     names = list(fns)
@@ -61,7 +65,8 @@ def rounds(
     }
     per_call = min(typical.values()) >= PER_CALL_SECONDS
     samples: dict[str, list[float]] = {name: [] for name in names}
-    gc.collect()
+    if collect:
+        gc.collect()
     gc.disable()
     try:
         rng = random.Random(0)

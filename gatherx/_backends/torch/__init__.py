@@ -32,7 +32,8 @@ class TorchBackend(Backend):
             raise _errors.device_mismatch(fn, index.device, like.device)
 
     def from_host(self, host: np.ndarray, like: Any) -> Any:
-        if not host.flags.writeable or any(s < 0 for s in host.strides):
+        flags = host.flags
+        if not (flags.writeable and flags.c_contiguous):
             host = np.array(host)  # torch refuses negative strides and warns on read-only memory
         device = like.device
         if device.type == "cpu" and plain_eager():

@@ -25,18 +25,20 @@ def host_scalar(index: torch.Tensor) -> bool:
 def take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
     """``data`` gathered along ``axis`` at a checked, non-negative ``index``.
 
-    ``torch.index_select`` on the data as given (a one-dimensional index, its output viewed in
-    the index's shape); a scalar index read on the host takes ``torch.select_copy`` of its one
-    slice. Either is one ATen call, which every device has.
+    ``torch.index_select`` on the data as given (at the index flattened, its output then
+    viewed in the output's shape); a scalar index read on the host takes ``torch.select_copy``
+    of its one slice. Either is one ATen call, which every device has.
     """
     twin = BIT_TWIN.get(data.dtype)
     source = data if twin is None else data.view(twin)
     if host_scalar(index):
         out = torch.select_copy(source, axis, int(index))
     else:
-        flat = index if index.ndim == 1 else index.reshape(-1)
-        out = torch.index_select(source, axis, flat)
-        if index.ndim != 1:
+        k = index.ndim
+        out = torch.index_select(source, axis, index if k == 1 else index.reshape(-1))
+        if k == 0:
+            out = out.squeeze(axis)
+        elif k != 1:  # the index's dimensions in place of the axis (unflatten has no vmap rule)
             out = out.view(_rules.output_shape(data.shape, index.shape, axis))
     return out if twin is None else out.view(data.dtype)
 
