@@ -220,19 +220,9 @@ def run(args: argparse.Namespace) -> int:
         "rounds (times: medians; ratios: medians of the per-round ratios), "
         f"{args.clock} clock ({elapsed:.0f} s); {environment(load)}"
     )
-    if skipped:
-        header += f"; not installed, skipped: {', '.join(skipped)}"
-    warning = load.warning()
-    if warning is not None:
-        # In the header's paragraph, so whoever reads or splits the report sees it with it.
-        header += f"\n{warning}"
-        print(warning, file=sys.stderr, flush=True)
+    header = report_header(header, skipped, load)
     tables = [summary_table(rows), detail_table(cases, results), out_table(cases, results)]
-    text = header + "".join(f"\n\n{t}" for t in tables) + "\n"
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w", encoding="utf-8") as f:
-            f.write(text)
+    emit(header + "".join(f"\n\n{t}" for t in tables) + "\n", args.markdown)
     if args.plot:
         from .plot import plot  # matplotlib only when a plot is asked for
 
@@ -246,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
                 "cpus": load.cpus,
                 "samples": [round(s, 2) for s in load.samples],
                 "high": load.high,
-                "warning": warning,
+                "warning": load.warning(),
             },
             "repeats": repeats,
             "clock": args.clock,
@@ -271,6 +261,26 @@ def row_record(r: Row) -> dict[str, object]:
         "best": r.best,
         "ratio": r.ratio,
     }
+
+
+def report_header(header: str, skipped: Sequence[str], load: Load) -> str:
+    """``header`` with the backends skipped and the load warning, if any (also on stderr)."""
+    if skipped:
+        header += f"; not installed, skipped: {', '.join(skipped)}"
+    warning = load.warning()
+    if warning is not None:
+        # In the header's paragraph, so whoever reads or splits the report sees it with it.
+        header += f"\n{warning}"
+        print(warning, file=sys.stderr, flush=True)
+    return header
+
+
+def emit(text: str, markdown: str | None) -> None:
+    """Print the report, and write it to the ``--markdown`` file if one is given."""
+    print(text)
+    if markdown:
+        with open(markdown, "w", encoding="utf-8") as f:
+            f.write(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

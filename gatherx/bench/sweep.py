@@ -23,7 +23,7 @@ import numpy as np
 
 from .cases import Case
 from .formulations import Entry
-from .harness import _chosen, installed, time_case
+from .harness import _chosen, emit, installed, report_header, time_case
 from .machine import Load, environment, huge_pages
 from .report import fmt_time, name_of, summarize
 
@@ -317,18 +317,9 @@ def run_sweep(args: argparse.Namespace) -> int:
         "(ratios: gatherx / the fastest native of its backend and task, medians of the "
         f"per-round ratios), {args.clock} clock ({elapsed:.0f} s); {environment(load)}"
     )
-    if skipped:
-        header += f"; not installed, skipped: {', '.join(skipped)}"
-    warning = load.warning()
-    if warning is not None:
-        header += f"\n{warning}"
-        print(warning, file=sys.stderr, flush=True)
+    header = report_header(header, skipped, load)
     worst = f"The {min(10, len(results))} highest gatherx / best native:\n\n{worst_table(results)}"
-    text = f"{header}\n\n{stats_table(stats)}\n\n{worst}\n"
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w", encoding="utf-8") as f:
-            f.write(text)
+    emit(f"{header}\n\n{stats_table(stats)}\n\n{worst}\n", args.markdown)
     if args.plot:
         from .plot import sweep_plot  # matplotlib only when a plot is asked for
 
@@ -350,7 +341,7 @@ def run_sweep(args: argparse.Namespace) -> int:
                 "cpus": load.cpus,
                 "samples": [round(s, 2) for s in load.samples],
                 "high": load.high,
-                "warning": warning,
+                "warning": load.warning(),
             },
             "summary": [vars(s) for s in stats],
             "results": records,
