@@ -64,6 +64,8 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
         source = grad.reshape(dims)
     dtype = grad.dtype
     if dtype in _HALF:  # half precision would round every partial sum: add in float32
+        if plain_eager():  # (unique's output size depends on the values: eager code only)
+            return _half_scatter_add(source, flat, axis, size)
         source = source.float()
     else:
         # two's-complement addition gives the same bits for signed and unsigned integers
@@ -82,6 +84,20 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
     if dtype in _HALF:
         return out.to(dtype)  # rounded once
     return out if out.dtype is dtype else out.view(dtype)
+
+
+def _half_scatter_add(
+    source: torch.Tensor, flat: torch.Tensor, axis: int, size: int
+) -> torch.Tensor:
+    """The float16/bfloat16 scatter-add summed in float32 over each distinct index's slice
+    once, rounded once, then written into zeros: the float32 sums take the gradient's memory,
+    not the data's (a float32 copy of a large table costs more than the whole native add)."""
+    rows, slot = torch.unique(flat, return_inverse=True)
+    shape = list(source.shape)
+    shape[axis] = rows.shape[0]
+    sums = source.new_zeros(shape, dtype=torch.float32).index_add_(axis, slot, source.float())
+    shape[axis] = size
+    return source.new_zeros(shape).index_copy_(axis, rows, sums.to(source.dtype))
 
 
 def wrap(index: torch.Tensor, size: int) -> torch.Tensor:
