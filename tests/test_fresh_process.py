@@ -37,7 +37,7 @@ else:
         return gatherx.gather(d, i, axis=0)
     compiled = {}
     def run(ids):
-        if mode.endswith(("rows", "wide")):  # large enough for index_select's attempts
+        if mode.endswith(("rows", "wide")):  # many indices and long rows
             d = torch.from_numpy(np.repeat(DATA, 200, axis=1) if "wide" in mode else DATA)
             ids = torch.from_numpy(np.tile(ids.ravel(), 250))
             if not mode.startswith("grad"):
@@ -138,7 +138,7 @@ TORCH_MODES = {
     "export": GRAPH_OOB,
     "vmap": "IndexError: gather: indices element out of data bounds, idx=9 must be within",
     "grad": EAGER_OOB,
-    # index_select's attempts on axis 0 (the doubled rows, the branch-free wrap), then the read
+    # many indices, short and long rows
     "rows": ROWS_OOB,
     "wide": ROWS_OOB,
     "grad_rows": ROWS_OOB,
@@ -330,3 +330,35 @@ def test_numpy_first_call_at_a_scalar_index_on_long_rows():
     first, bad, again = json.loads(done.stdout.strip().splitlines()[-1])
     assert first == again == ["ok", True]
     assert bad[0].startswith("gather: indices element out of data bounds, idx=3 at position ()")
+
+
+COMPLEX_SCALAR_SCRIPT = r"""
+import json
+import torch
+import gatherx
+out = []
+for index in (torch.tensor(-1), 1, torch.tensor(0)) * 2:
+    data = torch.arange(6.0).reshape(3, 2).to(torch.complex64).requires_grad_()
+    got = gatherx.gather(data * (1 + 1j), index, axis=1)
+    (grad,) = torch.autograd.grad(got, data, torch.ones(3, dtype=torch.complex64))
+    out.append([type(got.grad_fn).__name__, got.detach().real.tolist(), grad.real.tolist(),
+                grad.imag.tolist()])
+print(json.dumps(out))
+"""
+
+
+def test_torch_first_call_complex_scalar_with_grad():
+    """Complex data that requires grad at a scalar index: gatherx's Function from the first
+    call on (torch's select_copy has no complex backward)."""
+    need("torch")
+    done = run_python(COMPLEX_SCALAR_SCRIPT, PYTHONWARNINGS="ignore")
+    calls = json.loads(done.stdout.strip().splitlines()[-1])
+    data = np.arange(6.0).reshape(3, 2)
+    for (name, values, real, imag), index in zip(calls, [-1, 1, 0] * 2, strict=True):
+        column = index % 2
+        assert name == "GatherEagerBackward"  # the same Function on the first call as later
+        np.testing.assert_array_equal(values, data[:, column])
+        want = np.zeros((3, 2))
+        want[:, column] = 1.0  # d(x (1+i))/dx conjugated by torch: 1 - i, real part 1
+        np.testing.assert_array_equal(real, want)
+        np.testing.assert_array_equal(imag, -want)
