@@ -1,6 +1,6 @@
 """Which formulation each backend uses for which shape, on data viewed as (pre, size, post).
 
-The timings that chose each rule are in docs/performance.md ("How each rule was chosen").
+The timings that chose each rule are in docs/performance_details.md ("How each rule was chosen").
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import math
 # flat-element scatters replace it except on gradients too small to repay their overhead.
 
 #: ``out=`` in mode "wrap" takes indices of both signs as given up to this many: its branch
-#: on the sign mispredicts on many random ones (docs/performance.md), which a branch-free
+#: on the sign mispredicts on many random ones (docs/performance_details.md), which a branch-free
 #: pass to non-negative indices avoids.
 NUMPY_OUT_AS_GIVEN_INDICES = 256
 #: Outputs of fewer elements: ``raise`` (the other plans' extra calls cost more than they save).
@@ -70,7 +70,7 @@ def numpy_scalar_plan(pre: int, row_bytes: int) -> str:
 
     - ``slice_copy``: the basic slice at the index, copied: one strided copy of ``pre`` rows,
       0.89-1.02x the time of ``ndarray.take``'s loop over them once the rows are long
-      (docs/performance.md).
+      (docs/performance_details.md).
     - ``take``: ``ndarray.take``, which copies one contiguous row (``pre == 1``) or a short
       strided column faster than the copy of a view.
     """
@@ -151,7 +151,7 @@ def jax_index_plan(index_ndim: int) -> str:
     One slice needs no gather: under ``jit`` the slice ran at 1.01-1.02 of ``data[:, i]``
     where the gather in fill mode took 1.16-1.26. It clamps a bad index, so an unchecked
     index takes it behind a ``lax.cond`` on its validity, whose other branch is the filled
-    gather (docs/performance.md).
+    gather (docs/performance_details.md).
     """
     return "slice" if index_ndim == 0 else "gather"
 

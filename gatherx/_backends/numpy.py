@@ -169,7 +169,7 @@ class _NumpyOut(OutWriter):
         """A checked ``index`` (minimum ``low``, -1 if unread) written by ``plan``."""
         # mode "wrap" reads a negative index as counted from the end; its per-index branch
         # costs only on many indices of both signs. On one slice it copies a strided column
-        # 2x faster than np.copyto (docs/performance.md).
+        # 2x faster than np.copyto (docs/performance_details.md).
         if low >= 0 or index.ndim == 0:
             data.take(index, axis, out=out, mode="wrap")
         elif plan == "doubled":
