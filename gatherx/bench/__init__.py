@@ -1,6 +1,7 @@
 """``gatherx bench``: gatherx timed against each backend's native Gather formulations.
 
-``python -m gatherx bench --help`` lists the options; ``docs/performance_details.md`` explains the method.
+``python -m gatherx bench --help`` lists the options; ``docs/performance_details.md``
+explains the method.
 """
 
 from .cases import BACKENDS, CASES, Case
