@@ -120,8 +120,25 @@ def numpy_grad_plan(
 
 # --------------------------------------------------------------------------- PyTorch
 # Forward: index_select on the data as given (one slice's select_copy for a scalar index read
-# on the host): no plan. Backward: zeros().index_add_() on the data's own shape with an int64
-# index, which keeps ATen's parallel innermost-dim scatter.
+# on the host), except on non-contiguous data, which ATen's index_select often copies whole
+# first. Backward: zeros().index_add_() on the data's own shape with an int64 index, which
+# keeps ATen's parallel innermost-dim scatter.
+
+
+def torch_forward_plan(contiguous: bool, data_elements: int, out_elements: int) -> str:
+    """How the PyTorch forward reads data of ``data_elements`` into ``out_elements``.
+
+    - ``index_select``: ``torch.index_select`` on the data as given (contiguous data).
+    - ``indexing``: ``data[..., index, ...]``, which reads non-contiguous data where it lies:
+      an output smaller than the data costs what the output costs, where index_select's copy
+      of the whole data cost 10-500x more (docs/performance_details.md).
+    - ``contiguous``: ``index_select`` on a contiguous copy of the data, made explicitly: an
+      output at least the data's size pays the copy back, and ATen's own strided loops were
+      up to 17x slower than copy and select.
+    """
+    if contiguous:
+        return "index_select"
+    return "contiguous" if out_elements >= data_elements else "indexing"
 
 
 def torch_backward_plan(index_dtype: str, device_type: str) -> str:

@@ -202,18 +202,15 @@ TORCH_FORWARD = [
 
 @pytest.mark.parametrize(("shape", "indices", "axis", "threads"), TORCH_FORWARD)
 @pytest.mark.parametrize("index_dtype", ["int32", "int64"])
-@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
 def test_torch_forward_is_index_select_on_the_data_as_given(
-    monkeypatch, shape, indices, axis, threads, index_dtype, layout
+    monkeypatch, shape, indices, axis, threads, index_dtype
 ):
-    """One ``index_select`` call on the data itself (no view of it), at the indices made
-    non-negative, whatever the shape, layout or thread count."""
+    """One ``index_select`` call on contiguous data itself (no view of it), at the indices
+    made non-negative, whatever the shape or thread count."""
     torch = need("torch")
     idx = np.asarray(indices, dtype=index_dtype)
     host = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     data = torch.from_numpy(host)
-    if layout == "transposed":
-        data = data.mT.contiguous().mT
     calls = []
     real = torch.index_select
 
@@ -233,6 +230,57 @@ def test_torch_forward_is_index_select_on_the_data_as_given(
     assert source is data
     assert dim == axis % len(shape)
     np.testing.assert_array_equal(flat.numpy(), idx.reshape(-1) % shape[axis])
+
+
+@pytest.mark.parametrize(
+    ("contiguous", "data", "out", "want"),
+    [(True, 100, 1, "index_select"), (True, 1, 100, "index_select"),
+     (False, 100, 99, "indexing"), (False, 100, 100, "contiguous"), (False, 0, 0, "contiguous")],
+)  # fmt: skip
+def test_torch_forward_plan_branches(contiguous, data, out, want):
+    assert st.torch_forward_plan(contiguous, data, out) == want
+
+
+@pytest.mark.parametrize("plan", ["index_select", "indexing", "contiguous"])
+@pytest.mark.parametrize(
+    ("shape", "indices", "axis"),
+    [
+        ((6, 5), [[5, -1], [0, 2]], 0),
+        ((4, 6, 5), [2, -6, 0], 1),
+        ((4, 6, 5), -2, -1),
+        ((4, 6, 5), np.zeros((0, 2), int), 2),
+    ],
+)
+@pytest.mark.parametrize("layout", ["transposed", "stepped"])
+@pytest.mark.parametrize("grad", [False, True])
+def test_torch_strided_plans_match_numpy(monkeypatch, plan, shape, indices, axis, layout, grad):
+    """Each formulation for non-contiguous data gives np.take's result and index_select's
+    gradient, scalar and empty indices included."""
+    torch = need("torch")
+    from gatherx._backends.torch import kernels
+
+    monkeypatch.setattr(kernels, "torch_forward_plan", lambda *a: plan)
+    rng = np.random.default_rng(5)
+    if layout == "transposed":
+        data = torch.from_numpy(rng.standard_normal(shape[::-1])).permute(
+            *range(len(shape) - 1, -1, -1)
+        )
+    else:
+        data = torch.from_numpy(rng.standard_normal((*shape[:-1], 2 * shape[-1])))[..., ::2]
+    assert not data.is_contiguous()
+    idx = np.asarray(indices)
+    leaf = data.clone().requires_grad_(grad) if grad else data
+    got = gatherx.gather(leaf, torch.from_numpy(idx), axis=axis)
+    want = np.take(data.numpy(), idx, axis=axis)
+    np.testing.assert_array_equal(got.detach().numpy(), want)
+    assert got.untyped_storage().data_ptr() != data.untyped_storage().data_ptr() or not got.numel()
+    if grad:
+        seed = torch.from_numpy(rng.standard_normal(want.shape))
+        (g,) = torch.autograd.grad(got, leaf, seed)
+        expected = np.zeros(shape)
+        np.add.at(expected, (slice(None),) * (axis % len(shape)) + (idx % shape[axis],),
+                  seed.numpy())  # fmt: skip
+        np.testing.assert_allclose(g.numpy(), expected, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("index_dtype", ["int32", "int64"])

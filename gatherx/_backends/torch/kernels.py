@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from ... import _policy, _rules
-from ..._strategy import torch_backward_plan
-from .modes import functorch_active, plain_eager
+from ..._strategy import torch_backward_plan, torch_forward_plan
+from .modes import functorch_active, plain_eager, tracing
 
 # uint16/32/64 are "shell" dtypes with few kernels; gather is pure data movement, so it runs
 # on the same bits viewed as the signed type of the same width.
@@ -26,8 +26,9 @@ def take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
     """``data`` gathered along ``axis`` at a checked, non-negative ``index``.
 
     ``torch.index_select`` on the data as given (at the index flattened, its output then
-    viewed in the output's shape); a scalar index read on the host takes ``torch.select_copy``
-    of its one slice. Either is one ATen call, which every device has.
+    viewed in the output's shape), or on non-contiguous data as
+    :func:`gatherx._strategy.torch_forward_plan` says; a scalar index read on the host takes
+    ``torch.select_copy`` of its one slice.
     """
     twin = BIT_TWIN.get(data.dtype)
     source = data if twin is None else data.view(twin)
@@ -35,7 +36,19 @@ def take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
         out = torch.select_copy(source, axis, int(index))
     else:
         k = index.ndim
-        out = torch.index_select(source, axis, index if k == 1 else index.reshape(-1))
+        flat = index if k == 1 else index.reshape(-1)  # (a 0-d index would index as an int)
+        size = source.shape[axis]
+        plan = "index_select"
+        # The TorchScript ONNX exporter replaces this body by one Gather node, but it still
+        # traces it: the plain call keeps that trace simple.
+        if not tracing():
+            n_out = source.numel() // size * flat.shape[0] if size else 0
+            plan = torch_forward_plan(source.is_contiguous(), source.numel(), n_out)
+        if plan == "indexing":
+            out = source[(slice(None),) * axis + (flat,)]
+        else:
+            out = torch.index_select(source.contiguous() if plan == "contiguous" else source,
+                                     axis, flat)  # fmt: skip
         if k == 0:
             out = out.squeeze(axis)
         elif k != 1:  # the index's dimensions in place of the axis (unflatten has no vmap rule)
