@@ -84,11 +84,12 @@ class TorchOut(OutWriter):
             data, out = data.view(twin), out.view(twin)
         shape = data.shape
         flat = kernels.wrap(index.reshape(-1), shape[axis])
-        if out.is_contiguous():  # written in place, viewed with the index as one dimension
+        if out.is_contiguous() and data.is_contiguous():
+            # written in place, viewed with the index as one dimension
             dims = (*shape[:axis], flat.shape[0], *shape[axis + 1 :])
             torch.index_select(data, axis, flat, out=out.view(dims))
-        else:
-            out.copy_(torch.index_select(data, axis, flat).view(out.shape))
+        else:  # the forward's formulation, copied
+            out.copy_(kernels.take(data, flat, axis).reshape(out.shape))
 
 
 #: The one instance the backend uses.
