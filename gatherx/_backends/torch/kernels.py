@@ -41,9 +41,9 @@ def take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
         plan = "index_select"
         # The TorchScript ONNX exporter replaces this body by one Gather node, but it still
         # traces it: the plain call keeps that trace simple.
-        if not tracing():
+        if not source.is_contiguous() and not tracing():
             n_out = source.numel() // size * flat.shape[0] if size else 0
-            plan = torch_forward_plan(source.is_contiguous(), source.numel(), n_out)
+            plan = torch_forward_plan(False, source.numel(), n_out)
         if plan == "indexing":
             out = source[(slice(None),) * axis + (flat,)]
         else:
