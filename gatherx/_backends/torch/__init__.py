@@ -10,8 +10,10 @@ import torch
 from ... import _errors, _policy, _rules
 from ..base import Backend
 from . import autograd, bounds, kernels
-from .domain import PLAIN_TYPES
+from .domain import PLAIN_TYPES, eager_cpu_call
 from .modes import compiling, needs_autograd, plain_eager, tracing
+
+_grad_enabled = torch.is_grad_enabled
 
 
 class TorchBackend(Backend):
@@ -19,6 +21,19 @@ class TorchBackend(Backend):
     forward AD, a compiler or a tracer) every gather runs gatherx's ``autograd.Function``."""
 
     name = "torch"
+
+    def gather(self, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
+        if eager_cpu_call(data, indices, axis, opset) and indices.numel():
+            # the flow's host read and wrap (bounded), and its take, in fewer steps
+            axis %= data.ndim
+            host = indices.numpy()
+            wrapped = _rules.host_wrapped(host, data.shape[axis], opset)
+            if wrapped is not None:  # else the flow reports the first bad index
+                index = indices if wrapped is host else torch.from_numpy(wrapped)
+                if data.requires_grad and _grad_enabled():
+                    return autograd.GatherEager.apply(data, index, axis)
+                return kernels.take(data, index, axis)
+        return super().gather(data, indices, axis, opset)
 
     # -- primitives -----------------------------------------------------------------------
 
