@@ -1,4 +1,9 @@
-"""nox sessions: tests per backend, cross-backend parity, lint, docs, notebooks, distributed."""
+"""nox sessions: tests per backend, cross-backend parity, lint, docs, notebooks, distributed.
+
+Each test runs in the sessions whose environments hold its backends (tests/conftest.py routes
+each test by ``--backends``), and every session's tests run under coverage.py; the last
+session, ``coverage``, combines their data and reports line and branch coverage.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +17,18 @@ import nox
 ROOT = Path(__file__).parent
 CONSTRAINTS = str(ROOT / "constraints.txt")
 PYTHON = "3.11"  # torch's CPU wheel on disk is for CPython 3.11
+#: Where each session leaves its coverage data, one file per process (see pyproject.toml).
+COVERAGE_DATA = ROOT / ".nox" / "_coverage"
+COVERAGE = "coverage[toml]>=7.10"  # 7.10: `patch = subprocess` measures the child processes
+#: pytest's options that spread a run's tests over every CPU (pytest-xdist).
+PARALLEL = ["-n", "auto", "--dist", "worksteal"]
 
 nox.options.error_on_missing_interpreters = True
 nox.options.reuse_existing_virtualenvs = False
+# pip installs with --no-compile (below): Python writes the bytecode of only the modules that
+# run, as they are first imported, instead of pip compiling each file of torch and jax. That
+# needs writing bytecode allowed in the sessions, whatever the calling environment says.
+os.environ["PYTHONDONTWRITEBYTECODE"] = ""
 
 # What each backend's test session installs beyond `.[test]`.
 BACKEND_DEPS = {
@@ -27,40 +41,64 @@ BACKEND_DEPS = {
 
 def install(session: nox.Session, *args: str) -> None:
     """pip install under constraints.txt, which pins torch to the CPU wheel on disk."""
-    session.install("-c", CONSTRAINTS, *args, env={"PIP_CONSTRAINT": CONSTRAINTS})
+    session.install("--no-compile", "-c", CONSTRAINTS, *args, env={"PIP_CONSTRAINT": CONSTRAINTS})
+
+
+_measuring: set[str] = set()
+
+
+def coverage_env(session: nox.Session) -> dict[str, str]:
+    """The environment that sends this session's coverage data to COVERAGE_DATA; on the
+    session's first call, the data of its previous run is removed."""
+    stem = ".coverage." + re.sub(r"[^A-Za-z0-9_]+", "-", session.name).strip("-")
+    if stem not in _measuring:
+        _measuring.add(stem)
+        COVERAGE_DATA.mkdir(parents=True, exist_ok=True)
+        for old in COVERAGE_DATA.glob(f"{stem}.*"):
+            old.unlink()
+    return {"COVERAGE_FILE": str(COVERAGE_DATA / stem)}
+
+
+def measured(session: nox.Session, *args: str, **kwargs) -> None:
+    """``python ARGS`` under coverage.py, its subprocesses measured too."""
+    env = {**kwargs.pop("env", {}), **coverage_env(session)}
+    session.run("python", "-m", "coverage", "run", *args, env=env, **kwargs)
 
 
 def pytest(session: nox.Session, *args: str, require: str, **env: str) -> None:
-    session.run(
-        "python", "-m", "pytest", *args, *session.posargs,
-        env={"GATHERX_REQUIRE": require, "GATHERX_HYPOTHESIS": "ci", **env},
-    )  # fmt: skip
+    measured(session, "-m", "pytest", *args, "-p", "no:cacheprovider", *session.posargs,
+             env={"GATHERX_REQUIRE": require, "GATHERX_HYPOTHESIS": "ci", **env})  # fmt: skip
+
+
+#: What the test sessions install beyond `.[test]`: coverage.py, and pytest-xdist for PARALLEL.
+TEST_TOOLS = [COVERAGE, "pytest-xdist>=3.2"]
 
 
 @nox.session(python=PYTHON)
 @nox.parametrize("backend", list(BACKEND_DEPS))
 def tests(session: nox.Session, backend: str) -> None:
-    """The suite on one backend, with only what that backend needs installed."""
-    install(session, "-e", ".[test]", *BACKEND_DEPS[backend])
+    """The tests of one backend, with only what that backend needs installed: the NumPy
+    session also runs those that need no framework."""
+    install(session, "-e", ".[test]", *BACKEND_DEPS[backend], *TEST_TOOLS)
     backend_suite(session, backend)
 
 
 def backend_suite(session: nox.Session, backends: str) -> None:
-    """The suite narrowed to ``backends`` (comma-separated, all required), parity aside."""
+    """The tests that need one of ``backends`` (comma-separated, all required), parity aside:
+    JAX's in both of its modes."""
     # The sharding tests need 4 XLA host devices: sharded_suite and the distributed session.
-    args = ["-m", "not parity", f"--backends={backends}", "-p", "no:cacheprovider",
-            "--ignore=tests/test_jax_sharding.py"]  # fmt: skip
-    if backends == "jax":
-        # 64-bit types exist in JAX only with jax_enable_x64: run both modes.
-        pytest(session, *args, require="jax", JAX_ENABLE_X64="0")
-        pytest(session, *args, require="jax", JAX_ENABLE_X64="1")
-    else:
-        pytest(session, *args, require=backends)
+    skip = "--ignore=tests/test_jax_sharding.py"
+    pytest(session, "-m", "not parity", f"--backends={backends}", skip, *PARALLEL,
+           require=backends, JAX_ENABLE_X64="0")  # fmt: skip
+    if "jax" in backends.split(","):
+        # 64-bit types exist in JAX only with jax_enable_x64: the tests they change, again.
+        pytest(session, "-m", "x64 and not parity", "--backends=jax", skip, *PARALLEL,
+               require=backends, JAX_ENABLE_X64="1")  # fmt: skip
 
 
 def sharded_suite(session: nox.Session) -> None:
     """The JAX sharding tests on 4 host CPU devices."""
-    pytest(session, "tests/test_jax_sharding.py", "-p", "no:cacheprovider", require="jax",
+    pytest(session, "tests/test_jax_sharding.py", require="jax",
            XLA_FLAGS="--xla_force_host_platform_device_count=4")  # fmt: skip
 
 
@@ -79,14 +117,14 @@ def pyenv_python(version: str) -> str:
 def oldest(session: nox.Session) -> None:
     """The floors pyproject.toml declares: Python 3.10, NumPy 1.26 and array-api-compat 1.9,
     on the NumPy and array-API backends."""
-    install(session, "-e", ".[test]", "numpy==1.26.4", "array-api-compat==1.9")
+    install(session, "-e", ".[test]", "numpy==1.26.4", "array-api-compat==1.9", *TEST_TOOLS)
     backend_suite(session, "numpy,array_api_strict")
 
 
 @nox.session(python=PYTHON)
 def oldest_jax(session: nox.Session) -> None:
     """JAX's floor, 0.7.2 (with NumPy 2.0, the oldest it takes), sharded tests included."""
-    install(session, "-e", ".[test]", "jax==0.7.2", "jaxlib==0.7.2", "numpy==2.0.2")
+    install(session, "-e", ".[test]", "jax==0.7.2", "jaxlib==0.7.2", "numpy==2.0.2", *TEST_TOOLS)
     backend_suite(session, "jax")
     sharded_suite(session)
 
@@ -95,20 +133,24 @@ def oldest_jax(session: nox.Session) -> None:
 def newest(session: nox.Session) -> None:
     """The newest Python with the newest NumPy and JAX the registry has (no torch: its CPU
     wheel on disk is for Python 3.11)."""
-    install(session, "-e", ".[test]", "jax")
-    backend_suite(session, "numpy,array_api_strict")
-    backend_suite(session, "jax")
+    install(session, "-e", ".[test]", "jax", *TEST_TOOLS)
+    backend_suite(session, "numpy,array_api_strict,jax")
     sharded_suite(session)
 
 
 @nox.session(python=PYTHON)
 def parity(session: nox.Session) -> None:
-    """Every backend against every other, the ONNX cases and onnxruntime, in one environment."""
-    install(session, "-e", ".[test]", "torch", "jax", "onnxruntime", "array-api-strict", "dask")
-    pytest(session, "-m", "parity", "-p", "no:cacheprovider",
-           require="torch,jax,onnx,onnxruntime,array_api_strict")  # fmt: skip
+    """Every backend against every other, the ONNX cases and onnxruntime, in one environment
+    (which `nox` runs in the distributed session's)."""
+    install(session, "-e", ".[test]", "torch", "jax", "onnxruntime", "array-api-strict", "dask",
+            *TEST_TOOLS)  # fmt: skip
+    parity_suite(session)
+
+
+def parity_suite(session: nox.Session) -> None:
+    pytest(session, "-m", "parity", require="torch,jax,onnx,onnxruntime,array_api_strict")
     # The accelerator checks that need no GPU, with the device bounds policy forced on the CPU.
-    session.run("python", "benchmarks/device_check.py", "--cpu")
+    measured(session, "benchmarks/device_check.py", "--cpu")
 
 
 @nox.session(python=PYTHON)
@@ -125,14 +167,17 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def distributed(session: nox.Session) -> None:
-    """Dask, JAX sharded over 4 host CPU devices, ONNX run/export with onnxruntime, their pages."""
-    install(session, "-e", ".[test]", "dask[array]", "jax", "torch", "onnxruntime", "onnxscript")
+    """Dask, JAX sharded over 4 host CPU devices, ONNX run/export with onnxruntime, their pages;
+    then, in this environment that has every backend, the parity session's suite."""
+    install(session, "-e", ".[test]", "dask[array]", "jax", "torch", "onnxruntime", "onnxscript",
+            *TEST_TOOLS)  # fmt: skip
     # XLA makes 4 CPU devices only if asked before JAX starts: set here, for the whole run.
     pytest(session, "tests/test_dask.py", "tests/test_jax_sharding.py",
            "tests/test_onnx_interop.py", "docs/scale_out.md", "docs/onnx_interop.md",
            "--doctest-glob=*.md", "-o", "doctest_optionflags=NORMALIZE_WHITESPACE ELLIPSIS",
-           "-p", "no:cacheprovider", require="dask,jax,torch,onnx,onnxruntime,onnxscript",
+           *PARALLEL, require="dask,jax,torch,onnx,onnxruntime,onnxscript",
            XLA_FLAGS="--xla_force_host_platform_device_count=4")  # fmt: skip
+    parity_suite(session)
 
 
 @nox.session(python=PYTHON)
@@ -153,9 +198,10 @@ def release(session: nox.Session) -> None:
     python = str(venv / "bin" / "python")
     (wheel,) = dist.glob("gatherx-*.whl")
     # torch and jax for the README's examples; the pins as everywhere else.
-    session.run(python, "-m", "pip", "install", "-q", "-c", CONSTRAINTS,
+    session.run(python, "-m", "pip", "install", "-q", "--no-compile", "-c", CONSTRAINTS,
                 f"gatherx[check] @ {wheel.as_uri()}", "torch", "jax",
                 external=True, env={"PIP_CONSTRAINT": CONSTRAINTS})  # fmt: skip
+    # The README's examples run here only, against the installed wheel.
     with session.chdir(tmp):
         session.run(python, str(ROOT / "tools" / "check_release.py"), "installed",
                     str(venv), str(ROOT / "README.md"), external=True,
@@ -171,15 +217,34 @@ LIBRARIES = {"cubed": "cubed.array_api", "ndonnx": "ndonnx", "sparse": "sparse"}
 def libraries(session: nox.Session) -> None:
     """cubed, ndonnx and pydata sparse through the array-API backend, then `gatherx check` on
     each namespace."""
-    install(session, "-e", ".[test]", *LIBRARIES)
-    pytest(session, "tests/test_array_api_libraries.py", "-p", "no:cacheprovider",
+    install(session, "-e", ".[test]", *LIBRARIES, *TEST_TOOLS)
+    pytest(session, "tests/test_array_api_libraries.py", *PARALLEL,
            require="cubed,ndonnx,sparse,onnx,onnxruntime,ml_dtypes")  # fmt: skip
     for namespace in LIBRARIES.values():
-        session.run("gatherx", "check", "--namespace", namespace)
+        measured(session, "-m", "gatherx", "check", "--namespace", namespace)
 
 
-#: What the notebooks need beyond gatherx, as `.[notebooks]` installs it (JupyterLab aside).
-NOTEBOOK_DEPS = ["torch", "jax", "array-api-strict", "matplotlib", "ipykernel", "jupytext"]
+#: The executed notebooks (.ipynb, outputs and all) that the docs build renders.
+EXECUTED = ROOT / "docs" / "_build" / "executed"
+
+
+def notebooks_suite(session: nox.Session, out: Path) -> None:
+    """`.[notebooks]` installed as a user would, its Jupyter setup tested, then every notebook
+    run top to bottom in a fresh kernel, with its run time, and saved executed into ``out``."""
+    install(session, "-e", ".[notebooks]", "pytest", "hypothesis", "nbclient", COVERAGE)
+    # Run here, where matplotlib and jupytext are installed and required: nowhere is it skipped.
+    pytest(session, "tests/test_notebooks_config.py", "tests/test_import_and_cli.py",
+           require="matplotlib,jupytext,jupyterlab")  # fmt: skip
+    shutil.rmtree(out, ignore_errors=True)
+    session.run("python", "notebooks/execute.py", "--out", str(out), env={"JAX_ENABLE_X64": "0"})
+
+
+@nox.session(python=PYTHON)
+def notebooks(session: nox.Session) -> None:
+    """`.[notebooks]` installed as a user would, its Jupyter setup tested, then every notebook
+    run top to bottom in a fresh kernel, with its run time (the docs session does all this
+    too, then renders the notebooks it ran)."""
+    notebooks_suite(session, Path(session.create_tmp()).resolve() / "executed")
 
 
 def chromium(session: nox.Session) -> str:
@@ -196,39 +261,52 @@ def chromium(session: nox.Session) -> str:
     return shutil.which("chromium") or session.error("apt-get installed no chromium binary")
 
 
+def staged_docs(executed: Path) -> Path:
+    """A copy of docs/ whose notebooks are the executed ones, for Sphinx to render as they are
+    (docs/conf.py: GATHERX_DOCS_EXECUTE=0), so that no notebook runs twice."""
+    stage = ROOT / "docs" / "_build" / "source"
+    shutil.rmtree(stage, ignore_errors=True)
+    shutil.copytree(ROOT / "docs", stage, ignore=shutil.ignore_patterns("_build"))
+    for page in sorted((stage / "notebooks").glob("[0-9][0-9]_*.md")):
+        page.unlink()
+        shutil.copy2(executed / f"{page.stem}.ipynb", page.with_suffix(".ipynb"))
+    return stage
+
+
 @nox.session(python=PYTHON)
 def docs(session: nox.Session) -> None:
-    """The README and docs pages' examples, the site built with its notebooks run, then the
-    built pages checked and photographed in headless Chromium."""
-    # flatbuffers: jax.export's serialization, shown on the compilers page.
-    install(session, "-e", ".", *NOTEBOOK_DEPS, "ml_dtypes", "flatbuffers", "pytest",
-            "sphinx>=7", "myst-nb>=1.1", "furo")  # fmt: skip
+    """The notebooks session's checks and runs, the docs pages' examples, the site built with
+    the notebooks as they ran, then the built pages checked and photographed in headless
+    Chromium. (The README's examples run in the release session, on the installed wheel.)"""
+    notebooks_suite(session, EXECUTED)
+    # ml_dtypes, and flatbuffers for jax.export's serialization, shown on the compilers page.
+    install(session, "ml_dtypes", "flatbuffers", "sphinx>=7", "myst-nb>=1.1", "furo")
     # scale_out.md and onnx_interop.md need dask and onnxruntime: the distributed session runs them.
-    pages = ["README.md", "docs/index.md", "docs/semantics.md", "docs/support.md",
-             "docs/errors.md", "docs/autograd.md", "docs/compilers.md",
-             "docs/comparison.md"]  # fmt: skip
+    pages = ["docs/index.md", "docs/semantics.md", "docs/support.md", "docs/errors.md",
+             "docs/autograd.md", "docs/compilers.md", "docs/comparison.md"]  # fmt: skip
     # torch.compile and forward AD raise DeprecationWarnings inside torch itself, which the
     # project's filterwarnings=error would turn into failures of correct examples.
-    session.run("python", "-m", "pytest", *pages, "--doctest-glob=*.md",
-                "-p", "no:cacheprovider", "-o", "doctest_optionflags=NORMALIZE_WHITESPACE ELLIPSIS",
-                "-W", "ignore::DeprecationWarning", env={"JAX_ENABLE_X64": "0"})  # fmt: skip
-    # The notebooks run during the build (docs/conf.py: cached, with a time limit per cell).
-    session.run("sphinx-build", "-W", "--keep-going", "-b", "html", "docs", "docs/_build/html",
-                *session.posargs, env={"JAX_ENABLE_X64": "0"})  # fmt: skip
+    measured(session, "-m", "pytest", *pages, "--doctest-glob=*.md", "-p", "no:cacheprovider",
+             "-o", "doctest_optionflags=NORMALIZE_WHITESPACE ELLIPSIS",
+             "-W", "ignore::DeprecationWarning", env={"JAX_ENABLE_X64": "0"})  # fmt: skip
+    session.run("sphinx-build", "-W", "--keep-going", "-b", "html", str(staged_docs(EXECUTED)),
+                "docs/_build/html", *session.posargs,
+                env={"JAX_ENABLE_X64": "0", "GATHERX_DOCS_EXECUTE": "0"})  # fmt: skip
     browser = chromium(session)
     session.run("python", "docs/check_pages.py", "docs/_build/html",
                 "--screenshots", "docs/_build/screenshots", "--chromium", browser)  # fmt: skip
 
 
 @nox.session(python=PYTHON)
-def notebooks(session: nox.Session) -> None:
-    """`.[notebooks]` installed as a user would, its Jupyter setup tested, then every notebook
-    run top to bottom in a fresh kernel, with its run time."""
-    install(session, "-e", ".[notebooks]", "pytest", "hypothesis", "nbclient")
-    # Run here, where matplotlib and jupytext are installed and required: nowhere is it skipped.
-    pytest(session, "tests/test_notebooks_config.py", "tests/test_import_and_cli.py",
-           "-p", "no:cacheprovider", require="matplotlib,jupytext,jupyterlab")  # fmt: skip
-    session.run("python", "notebooks/execute.py", env={"JAX_ENABLE_X64": "0"})
+def coverage(session: nox.Session) -> None:
+    """Line and branch coverage of gatherx, combined over the sessions that ran before."""
+    if not any(COVERAGE_DATA.glob(".coverage.*")):
+        session.skip(f"no coverage data in {COVERAGE_DATA}: run the test sessions first")
+    install(session, COVERAGE)
+    env = {"COVERAGE_FILE": str(COVERAGE_DATA / ".coverage")}
+    session.run("coverage", "combine", "--keep", "-q", str(COVERAGE_DATA), env=env)
+    session.run("coverage", "report", env=env)
+    session.run("python", str(ROOT / "tools" / "coverage_total.py"), env=env)
 
 
 nox.options.sessions = [
@@ -236,11 +314,10 @@ nox.options.sessions = [
     "oldest",
     "oldest_jax",
     "newest",
-    "parity",
     "libraries",
     "lint",
     "distributed",
     "docs",
-    "notebooks",
     "release",
+    "coverage",
 ]
