@@ -77,7 +77,10 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
         source = grad.reshape(dims)
     dtype = grad.dtype
     if dtype in _HALF:  # half precision would round every partial sum: add in float32
-        if plain_eager():  # (unique's output size depends on the values: eager code only)
+        # Over the distinct indices only where the data has more slices than the gradient
+        # (unique's sort costs more than a float32 copy of a smaller table); eager code only,
+        # as unique's output size depends on the values.
+        if size > flat.shape[0] and plain_eager():
             return _half_scatter_add(source, flat, axis, size)
         source = source.float()
     else:
