@@ -296,7 +296,7 @@ def no_host_read(torch: Any) -> Iterator[list[str]]:
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("an index value was read on the host")
 
-    saved = [(bounds, n, getattr(bounds, n)) for n in ("read", "read_cpu", "to_host")]
+    saved = [(bounds, n, getattr(bounds, n)) for n in ("read", "to_host")]
     saved += [(torch.Tensor, n, getattr(torch.Tensor, n)) for n in ("item", "tolist", "numpy")]
     ops: list[str] = []
 
