@@ -5,9 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from ._dispatch import backend_of
+from ._rules import check_flag
 
 
-def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13, out: Any = None) -> Any:
+def gather(
+    data: Any,
+    indices: Any,
+    /,
+    *,
+    axis: int = 0,
+    opset: int = 13,
+    out: Any = None,
+    sparse_grad: bool = False,
+) -> Any:
     """ONNX ``Gather``: take slices of ``data`` along ``axis`` at ``indices``.
 
     Parameters
@@ -32,6 +42,11 @@ def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13, out: A
         (immutable or lazy), for tensors that require grad (outside ``torch.no_grad``) and
         under ``torch.compile``, ``torch.export``, ``torch.jit.trace`` and ``torch.func``
         transforms, as PyTorch refuses its own ``out=`` there.
+    sparse_grad : bool, optional
+        PyTorch only: the gradient that reaches ``data`` is a ``torch.sparse_coo`` tensor of
+        only the gathered slices (as ``nn.Embedding(sparse=True)`` gives it), whose cost
+        grows with the rows looked up instead of the table; for ``SGD``, ``SparseAdam`` and
+        ``Adagrad``. Densified it equals :func:`gather_grad`. Default False: dense.
 
     Returns
     -------
@@ -51,7 +66,9 @@ def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13, out: A
     TypeError
         Indices are not int32/int64, the data dtype is not an ONNX type (bfloat16 needs
         opset 13), or data and indices come from different frameworks; ``out`` has another
-        dtype or framework than the result, or ``out=`` is refused (see ``out``).
+        dtype or framework than the result, or ``out=`` is refused (see ``out``);
+        ``sparse_grad=True`` outside PyTorch, for a dtype torch's sparse tensors cannot hold
+        (uint16/32/64), under ``torch.export`` or ``torch.func.vmap``.
     ValueError
         ``axis`` is out of range, ``data`` has rank 0, ``opset`` < 1, or torch indices are on
         another device than the data; ``out`` has another shape or device than the result,
@@ -71,6 +88,14 @@ def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13, out: A
     >>> gatherx.gather(data, 2)
     array([4.5, 5.7])
 
+    A sparse gradient for a large PyTorch table:
+
+    >>> import torch
+    >>> table = torch.zeros(100_000, 8, requires_grad=True)
+    >>> gatherx.gather(table, torch.tensor([5, -1, 5]), sparse_grad=True).sum().backward()
+    >>> table.grad.layout, table.grad.coalesce().indices()
+    (torch.sparse_coo, tensor([[    5, 99999]]))
+
     One buffer reused for every batch of a loop:
 
     >>> table = np.arange(12.0).reshape(6, 2)
@@ -81,13 +106,19 @@ def gather(data: Any, indices: Any, /, *, axis: int = 0, opset: int = 13, out: A
     True 22.0
     True 30.0
     """
-    if out is None:
-        return backend_of(data, indices, "gather", "data").gather(data, indices, axis, opset)
     backend = backend_of(data, indices, "gather", "data")
+    if sparse_grad is not False and check_flag(sparse_grad, "sparse_grad"):
+        backend.check_sparse(data, "gather", "sparse_grad")  # before any work
+        if out is None:
+            return backend.gather_sparse(data, indices, axis, opset)
+    if out is None:
+        return backend.gather(data, indices, axis, opset)
     return backend.gather_out(data, indices, axis, opset, out)
 
 
-def gather_grad(shape: Any, indices: Any, grad: Any, /, *, axis: int = 0) -> Any:
+def gather_grad(
+    shape: Any, indices: Any, grad: Any, /, *, axis: int = 0, sparse: bool = False
+) -> Any:
     """Gradient of :func:`gather` with respect to ``data``: a scatter-add of ``grad``.
 
     Zeros of ``shape`` with the slices of ``grad`` added at ``indices`` along ``axis``;
@@ -106,6 +137,11 @@ def gather_grad(shape: Any, indices: Any, grad: Any, /, *, axis: int = 0) -> Any
         numeric dtype; the result has its dtype, framework and device.
     axis : int, optional
         The axis of the forward gather. Default 0.
+    sparse : bool, optional
+        PyTorch only: return a ``torch.sparse_coo`` tensor of only the slices of ``grad``, at
+        the indices made non-negative (a hybrid tensor whose sparse dimensions are the axes up
+        to ``axis``), as ``gather(..., sparse_grad=True)`` gives it; densified, it equals the
+        dense result. Default False.
 
     Returns
     -------
@@ -115,7 +151,8 @@ def gather_grad(shape: Any, indices: Any, grad: Any, /, *, axis: int = 0) -> Any
     Raises
     ------
     IndexError, TypeError, ValueError
-        As :func:`gather`; ``ValueError`` also when ``grad`` has the wrong shape.
+        As :func:`gather`; ``ValueError`` also when ``grad`` has the wrong shape; ``TypeError``
+        for ``sparse=True`` where ``sparse_grad=True`` is refused.
 
     Examples
     --------
@@ -126,4 +163,6 @@ def gather_grad(shape: Any, indices: Any, grad: Any, /, *, axis: int = 0) -> Any
            [0., 0.],
            [2., 2.]])
     """
-    return backend_of(grad, indices, "gather_grad", "grad").gather_grad(shape, indices, grad, axis)
+    sparse = check_flag(sparse, "sparse", "gather_grad")
+    backend = backend_of(grad, indices, "gather_grad", "grad")
+    return backend.gather_grad(shape, indices, grad, axis, sparse)

@@ -247,6 +247,29 @@ def out_of_bounds_symbolic(
     )
 
 
+def not_a_flag(fn: str, what: str, value: object) -> TypeError:
+    return TypeError(f"{fn}: {what} must be True or False, got {type(value).__name__} {value!r}")
+
+
+def sparse_refused(fn: str, flag: str, framework: str, instead: str) -> TypeError:
+    """``sparse_grad=True`` / ``sparse=True`` where the framework has no sparse gradients."""
+    return TypeError(
+        f"{fn}: {flag}=True asks for a torch.sparse_coo gradient, a PyTorch gradient layout; "
+        f"{framework} arrays have none ({instead})"
+    )
+
+
+def sparse_dtype(fn: str, flag: str, name: str) -> TypeError:
+    return TypeError(
+        f"{fn}: PyTorch's sparse tensors cannot hold dtype {name}, so {flag}=True cannot "
+        f"serve it; pass {flag}=False for a dense gradient"
+    )
+
+
+def sparse_mode(fn: str, flag: str, why: str) -> TypeError:
+    return TypeError(f"{fn}: {flag}=True is not supported here: {why}; pass {flag}=False")
+
+
 def library_lacks_dtype(fn: str, role: str, library: str, name: str, why: str) -> TypeError:
     """An ONNX dtype that this array library can describe but not compute with."""
     return TypeError(

@@ -93,6 +93,15 @@ def check_opset(opset: object, fn: str = "gather") -> int:
     return int(opset)
 
 
+def check_flag(value: object, what: str, fn: str = "gather") -> bool:
+    """``value`` as a bool, or the TypeError for anything but True and False."""
+    if value is True or value is False:
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    raise _errors.not_a_flag(fn, what, value)
+
+
 def normalize_axis(axis: object, rank: int, fn: str = "gather") -> int:
     """``axis`` in [-rank, rank-1] mapped to [0, rank-1]; rank-0 data is an error too."""
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):

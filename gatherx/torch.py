@@ -11,7 +11,7 @@ import torch
 from . import _errors
 from ._api import gather
 from ._indices import host_indices
-from ._rules import check_opset
+from ._rules import check_flag, check_opset
 
 __all__ = ["Gather"]
 
@@ -28,6 +28,11 @@ class Gather(torch.nn.Module):
         The axis of ``data`` to gather on, in [-r, r-1]. Default 0.
     opset : int, optional
         The ONNX opset whose Gather to follow (negative indices need >= 11). Default 13.
+    sparse_grad : bool, optional
+        Whether the gradient that reaches ``data`` is a ``torch.sparse_coo`` tensor of only
+        the gathered slices (as ``nn.Embedding(sparse=True)`` gives), for large tables and
+        the optimizers that take sparse gradients (``SGD``, ``SparseAdam``, ``Adagrad``).
+        Default False: a dense gradient of the data's shape.
     indices : tensor, int or nested list of ints, optional
         Fixed indices, kept as a buffer (so they follow ``.to(device)`` and ``state_dict``);
         ``forward`` then takes ``data`` alone, which fits ``nn.Sequential``. Ints and lists
@@ -56,6 +61,10 @@ class Gather(torch.nn.Module):
     tensor([[1., 1.],
             [0., 0.],
             [2., 2.]])
+    >>> big = torch.nn.Parameter(torch.ones(1000, 4))
+    >>> Gather(sparse_grad=True)(big, torch.tensor([7, -1, 7])).sum().backward()
+    >>> big.grad.layout, big.grad.coalesce().indices()
+    (torch.sparse_coo, tensor([[  7, 999]]))
     >>> pick = torch.nn.Sequential(torch.nn.Identity(), Gather(axis=1, indices=[1, 0]))
     >>> pick(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
     tensor([[2., 1.],
@@ -64,12 +73,15 @@ class Gather(torch.nn.Module):
 
     indices: torch.Tensor | None
 
-    def __init__(self, axis: int = 0, opset: int = 13, *, indices: Any = None) -> None:
+    def __init__(
+        self, axis: int = 0, opset: int = 13, *, sparse_grad: bool = False, indices: Any = None
+    ) -> None:
         super().__init__()
         if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
             raise _errors.not_an_int("Gather", "axis", axis)
         self.axis = operator.index(axis)
         self.opset = check_opset(opset, "Gather")
+        self.sparse_grad = check_flag(sparse_grad, "sparse_grad", "Gather")
         fixed = indices
         self._host: np.ndarray | None = None
         if indices is not None and not isinstance(indices, torch.Tensor):
@@ -100,7 +112,7 @@ class Gather(torch.nn.Module):
             msg = "Gather: indices were fixed at construction; forward takes data alone"
             raise TypeError(msg)
         chosen = self.indices if indices is None else indices
-        return gather(data, chosen, axis=self.axis, opset=self.opset)
+        return gather(data, chosen, axis=self.axis, opset=self.opset, sparse_grad=self.sparse_grad)
 
     def __prepare_scriptable__(self) -> Gather:
         """torch.jit.script calls this first: refuse with a reason, not a TorchScript trace."""
@@ -113,4 +125,5 @@ class Gather(torch.nn.Module):
 
     def extra_repr(self) -> str:
         fixed = "" if self.indices is None else f", indices={tuple(self.indices.shape)}"
-        return f"axis={self.axis}, opset={self.opset}{fixed}"
+        sparse = ", sparse_grad=True" if self.sparse_grad else ""
+        return f"axis={self.axis}, opset={self.opset}{sparse}{fixed}"

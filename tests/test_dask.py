@@ -253,6 +253,15 @@ def test_mixed_frameworks_are_refused():
         gatherx.gather(DATA, da.from_array(np.array([0, 1])))
 
 
+def test_sparse_gradients_are_refused_before_building_a_graph(monkeypatch):
+    monkeypatch.setattr(da.Array, "__getitem__", _forbidden)
+    data = da.from_array(DATA, chunks=3)
+    with pytest.raises(TypeError, match="a PyTorch gradient layout; dask arrays have none"):
+        gatherx.gather(data, [0, 1], sparse_grad=True)
+    with pytest.raises(TypeError, match=r"sparse=True asks for a torch\.sparse_coo gradient"):
+        gatherx.gather_grad(DATA.shape, [0], da.from_array(DATA[:1]), sparse=True)
+
+
 # Zero-size dimensions: before, on and after the gathered axis, ranks 1 to 3.
 ZERO_SIZE_CASES = [
     # data shape, axis

@@ -160,3 +160,31 @@ def test_gather_grad_errors(backend, xp):
         gatherx.gather_grad((5, 4), [0, 1], from_numpy(backend, np.ones((2, 4), bool)))
     with pytest.raises(TypeError, match="shape must be a sequence"):
         gatherx.gather_grad(5.0, [0, 1], grad)
+
+
+def test_sparse_gradients_are_pytorchs(backend, xp):
+    """sparse_grad=True / sparse=True: a PyTorch gradient layout; elsewhere a TypeError that
+    says so (and, for JAX, what to write instead), raised before any work."""
+    data = data_for(backend)
+    grad = from_numpy(backend, np.ones((2, 4), dtype=np.float32))
+    if backend is Backend.TORCH:
+        assert to_numpy(gatherx.gather(data, [1, -1], sparse_grad=True)).shape == (2, 4)
+        sparse = gatherx.gather_grad((5, 4), [1, -1], grad, sparse=True)
+        np.testing.assert_array_equal(to_numpy(sparse.to_dense())[[1, 4]], np.ones((2, 4)))
+        return
+    pattern = r"sparse_grad=True asks for a torch.sparse_coo gradient, a PyTorch gradient layout"
+    if backend is Backend.JAX:
+        pattern += r".*table\.at\[indices\]\.add\(update\)"
+    with pytest.raises(TypeError, match=pattern):
+        gatherx.gather(data, [1, 9], sparse_grad=True)  # (the bad index is never read)
+    with pytest.raises(TypeError, match=pattern.replace("sparse_grad", "sparse")):
+        gatherx.gather_grad((5, 4), [1, -1], grad, sparse=True)
+    with pytest.raises(TypeError, match="sparse_grad must be True or False"):
+        gatherx.gather(data, [1], sparse_grad=1)
+    assert_same(gatherx.gather(data, [1, -1], sparse_grad=False), DATA[[1, 4]], like=data)
+
+
+def test_sparse_gradients_refused_with_out():
+    buffer = np.empty((1, 4), dtype=np.float32)
+    with pytest.raises(TypeError, match="PyTorch gradient layout"):
+        gatherx.gather(DATA, [1], out=buffer, sparse_grad=True)

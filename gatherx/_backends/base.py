@@ -121,6 +121,10 @@ class Backend:
         """Zeros of ``shape`` with ``grad`` added at a bounded index along ``axis``."""
         raise NotImplementedError
 
+    def sparse_scatter_add(self, shape: tuple[int, ...], index: Any, grad: Any, axis: int) -> Any:
+        """:meth:`scatter_add` as a sparse tensor (where :meth:`check_sparse` lets it)."""
+        raise NotImplementedError
+
     # -- the flow -------------------------------------------------------------------------
 
     def index(self, indices: Any, like: Any, fn: str) -> Any:
@@ -201,11 +205,29 @@ class Backend:
         _rules.check_data_dtype(self.dtype_name(data), opset, self.name)
         return data, axis, opset
 
-    def gather(self, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
+    def prepared(self, data: Any, indices: Any, axis: Any, opset: Any) -> tuple[Any, Any, int]:
+        """(data, index, axis) of a gather, every input checked and the index bounded: all of
+        :meth:`gather` but the take."""
         data, axis, opset = self.checked_data(data, axis, opset)
         index = self.index(indices, data, "gather")
         index = self.bounded(index, data, data.shape[axis], axis, opset, "gather")
-        return self.take(data, index, axis)
+        return data, index, axis
+
+    def gather(self, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
+        return self.take(*self.prepared(data, indices, axis, opset))
+
+    #: What this framework's users do where PyTorch takes a sparse gradient (in the refusal).
+    sparse_instead = "pass sparse_grad=False / sparse=False"
+
+    def check_sparse(self, x: Any, fn: str, flag: str) -> None:
+        """Refuse a sparse gradient for ``x`` (data or grad) before any work: everywhere but
+        in a backend that makes them."""
+        raise _errors.sparse_refused(fn, flag, self.name, self.sparse_instead)
+
+    def gather_sparse(self, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
+        """:meth:`gather` whose gradient reaches ``data`` as a sparse tensor, where
+        :meth:`check_sparse` lets it (``sparse_grad=True``)."""
+        raise NotImplementedError
 
     def out_writer(self) -> OutWriter | None:
         """How results are written into a caller's array; None: this backend's arrays are
@@ -237,13 +259,19 @@ class Backend:
         writer.take_into(data, index, axis, target)
         return out
 
-    def gather_grad(self, shape: Any, indices: Any, grad: Any, axis: Any) -> Any:
+    def gather_grad(
+        self, shape: Any, indices: Any, grad: Any, axis: Any, sparse: bool = False
+    ) -> Any:
         fn = "gather_grad"
         shape = _rules.check_shape(shape)
         grad = self.check_array(grad, fn, "grad")
+        if sparse:
+            self.check_sparse(grad, fn, "sparse")
         axis = _rules.normalize_axis(axis, len(shape), fn)
         _rules.check_grad_dtype(self.dtype_name(grad))
         index = self.index(indices, grad, fn)
         _rules.check_grad_shape(tuple(grad.shape), shape, tuple(index.shape), axis)
         index = self.bounded(index, grad, shape[axis], axis, _rules.GRAD_OPSET, fn)
+        if sparse:
+            return self.sparse_scatter_add(shape, index, grad, axis)
         return self.scatter_add(shape, index, grad, axis)

@@ -335,6 +335,10 @@ def device_extremes(index: jax.Array) -> tuple[int, int]:
 class JaxBackend(Backend):
     name = "jax"
     takes_numpy_data = True
+    sparse_instead = (
+        "to touch only the rows looked up, differentiate with respect to the gathered rows "
+        "and add the update with table.at[indices].add(update)"
+    )
 
     def gather(self, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
         # An eager call where every device is the CPU: the flow's checks in few steps (a

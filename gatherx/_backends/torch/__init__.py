@@ -10,7 +10,7 @@ import torch
 from ... import _errors, _policy, _rules
 from ..base import Backend
 from . import autograd, bounds, kernels
-from .domain import PLAIN_TYPES, eager_cpu_call
+from .domain import PLAIN_TYPES, check_sparse, eager_cpu_call
 from .modes import compiling, needs_autograd, plain_eager, tracing
 
 _grad_enabled = torch.is_grad_enabled
@@ -22,7 +22,7 @@ class TorchBackend(Backend):
 
     name = "torch"
 
-    def gather(self, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
+    def gather(self, data: Any, indices: Any, axis: Any, opset: Any, sparse: bool = False) -> Any:
         if eager_cpu_call(data, indices, axis, opset) and indices.numel():
             # the flow's host read and wrap (bounded), and its take, in fewer steps
             axis %= data.ndim
@@ -31,9 +31,26 @@ class TorchBackend(Backend):
             if wrapped is not None:  # else the flow reports the first bad index
                 index = indices if wrapped is host else torch.from_numpy(wrapped)
                 if data.requires_grad and _grad_enabled():
-                    return autograd.GatherEager.apply(data, index, axis)
+                    return autograd.GatherEager.apply(data, index, axis, sparse)
                 return kernels.take(data, index, axis)
-        return super().gather(data, indices, axis, opset)
+        return self.take(*self.prepared(data, indices, axis, opset), sparse)
+
+    def check_sparse(self, x: Any, fn: str, flag: str) -> None:
+        check_sparse(x, fn, flag)
+
+    def gather_sparse(self, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
+        if not compiling():
+            return self.gather(data, indices, axis, opset, True)
+        if data.requires_grad and _grad_enabled():
+            return _sparse_gather_eagerly(data, indices, axis, opset)
+        return self.gather(data, indices, axis, opset)  # in the graph: no gradient to make
+
+    def gather_grad(
+        self, shape: Any, indices: Any, grad: Any, axis: Any, sparse: bool = False
+    ) -> Any:
+        if sparse and compiling():
+            return _sparse_grad_eagerly(shape, indices, grad, axis)
+        return super().gather_grad(shape, indices, grad, axis, sparse)
 
     # -- primitives -----------------------------------------------------------------------
 
@@ -89,15 +106,19 @@ class TorchBackend(Backend):
     def size(self, index: Any) -> int:
         return index.numel()
 
-    def take(self, data: Any, index: Any, axis: int) -> Any:
+    def take(self, data: Any, index: Any, axis: int, sparse: bool = False) -> Any:
         if needs_autograd(data):
-            return autograd.apply_gather(data, index, axis)
+            return autograd.apply_gather(data, index, axis, sparse)
         return kernels.take(data, index, axis)
 
     def scatter_add(self, shape: tuple[int, ...], index: Any, grad: Any, axis: int) -> Any:
         if not needs_autograd(grad):
             return kernels.scatter_add(grad, index, axis, shape[axis])
         return autograd.apply_scatter_add(grad, index, axis, shape[axis])
+
+    def sparse_scatter_add(self, shape: tuple[int, ...], index: Any, grad: Any, axis: int) -> Any:
+        # torch's own autograd differentiates it (sparse_coo_tensor has a derivative)
+        return kernels.sparse_scatter_add(grad, index, axis, shape[axis])
 
     def gather_out(
         self, data: Any, indices: Any, axis: Any, opset: Any, out: Any, writer: Any = None
@@ -120,3 +141,19 @@ def _refuse_layouts(x: torch.Tensor, fn: str, role: str) -> None:
 
 #: The one instance the dispatch uses.
 BACKEND = TorchBackend()
+
+# A compiled call runs these eagerly (a graph break; under fullgraph=True, Dynamo's error with
+# this reason): Dynamo's graphs hold no sparse tensor.
+_EAGER = torch.compiler.disable(
+    reason="gatherx makes sparse gradients outside compiled graphs, which hold no sparse tensor"
+)
+
+
+@_EAGER
+def _sparse_gather_eagerly(data: Any, indices: Any, axis: Any, opset: Any) -> Any:
+    return BACKEND.gather(data, indices, axis, opset, True)
+
+
+@_EAGER
+def _sparse_grad_eagerly(shape: Any, indices: Any, grad: Any, axis: Any) -> Any:
+    return Backend.gather_grad(BACKEND, shape, indices, grad, axis, True)

@@ -6,36 +6,44 @@ from typing import Any
 
 import torch
 
-from .kernels import scatter_add, take
+from .kernels import scatter_add, sparse_scatter_add, take
 from .modes import compiling, functorch_active, plain_eager
+
+Grads = tuple[torch.Tensor | None, None, None, None]
 
 
 class _GatherNoJvp(torch.autograd.Function):
-    """Gather on in-bounds, non-negative ``index``; backward is a differentiable scatter-add."""
+    """Gather on in-bounds, non-negative ``index``; backward is a differentiable scatter-add,
+    dense or (``sparse``) a ``torch.sparse_coo`` tensor of the gathered slices."""
 
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
+    def forward(
+        data: torch.Tensor, index: torch.Tensor, axis: int, sparse: bool = False
+    ) -> torch.Tensor:
         return take(data, index, axis)
 
     @staticmethod
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
-        data, index, axis = inputs
+        data, index, axis, sparse = inputs
         ctx.save_for_backward(index)
         ctx.size = data.shape[axis]
         ctx.axis = axis
+        ctx.sparse = sparse
         ctx.set_materialize_grads(True)
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None]:
+    def backward(ctx: Any, grad: torch.Tensor) -> Grads:
         (index,) = ctx.saved_tensors
         if not ctx.needs_input_grad[0]:
-            return None, None, None
-        return apply_scatter_add(grad, index, ctx.axis, ctx.size), None, None
+            return None, None, None, None
+        if ctx.sparse:
+            return sparse_scatter_add(grad, index, ctx.axis, ctx.size), None, None, None
+        return apply_scatter_add(grad, index, ctx.axis, ctx.size), None, None, None
 
     @staticmethod
-    def symbolic(g: Any, data: Any, index: Any, axis: int) -> Any:
+    def symbolic(g: Any, data: Any, index: Any, axis: int, sparse: bool = False) -> Any:
         """One ONNX ``Gather`` node for torch's TorchScript ONNX exporter (opsets below 18)."""
         return g.op("Gather", data, index, axis_i=axis)
 
@@ -47,7 +55,7 @@ class _GatherFn(_GatherNoJvp):
         ctx.save_for_forward(inputs[1])  # torch.func's vmap rule needs it saved, not an attribute
 
     @staticmethod
-    def jvp(ctx: Any, data_t: torch.Tensor, index_t: Any, axis_t: Any) -> torch.Tensor:
+    def jvp(ctx: Any, data_t: torch.Tensor, *_: Any) -> torch.Tensor:
         (index,) = ctx.saved_tensors
         return take(data_t, index, ctx.axis)
 
@@ -61,21 +69,26 @@ class GatherEager(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx: Any, data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
+    def forward(
+        ctx: Any, data: torch.Tensor, index: torch.Tensor, axis: int, sparse: bool = False
+    ) -> torch.Tensor:
         ctx.save_for_backward(index)
         ctx.size = data.shape[axis]
         ctx.axis = axis
+        ctx.sparse = sparse
         return take(data, index, axis)
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None]:
+    def backward(ctx: Any, grad: torch.Tensor) -> Grads:
         (index,) = ctx.saved_tensors
         if not ctx.needs_input_grad[0]:
-            return None, None, None
+            return None, None, None, None
+        if ctx.sparse:
+            return sparse_scatter_add(grad, index, ctx.axis, ctx.size), None, None, None
         if torch.is_grad_enabled() or functorch_active():
             # create_graph=True, or vmap over the backward (gradcheck's batched grad)
-            return apply_scatter_add(grad, index, ctx.axis, ctx.size), None, None
-        return scatter_add(grad, index, ctx.axis, ctx.size), None, None
+            return apply_scatter_add(grad, index, ctx.axis, ctx.size), None, None, None
+        return scatter_add(grad, index, ctx.axis, ctx.size), None, None, None
 
 
 class _ScatterAddNoJvp(torch.autograd.Function):
@@ -121,12 +134,14 @@ class _ScatterAddFn(_ScatterAddNoJvp):
 
 # Dynamo refuses to trace an autograd.Function that defines jvp, so compiled code uses twins
 # without it; forward-mode AD is an eager (and torch.func) feature.
-def apply_gather(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
+def apply_gather(
+    data: torch.Tensor, index: torch.Tensor, axis: int, sparse: bool = False
+) -> torch.Tensor:
     """Gather through gatherx's Function: the cheapest one the active machinery can run."""
     if plain_eager():
-        return GatherEager.apply(data, index, axis)
+        return GatherEager.apply(data, index, axis, sparse)
     fn = _GatherNoJvp if compiling() else _GatherFn
-    return fn.apply(data, index, axis)
+    return fn.apply(data, index, axis, sparse)
 
 
 def apply_scatter_add(

@@ -6,8 +6,8 @@ from typing import Any
 
 import torch
 
-from ... import _policy, _rules
-from .modes import plain_eager
+from ... import _errors, _policy, _rules
+from .modes import plain_eager, vmapping
 
 #: Plain tensors and parameters: subclasses with their own __torch_function__ (FakeTensor
 #: included) take the flow's general reads.
@@ -51,3 +51,20 @@ def eager_cpu_call(data: Any, indices: Any, axis: Any, opset: Any) -> bool:
         and plain_eager()
         and _policy.exact("cpu")
     )
+
+
+#: The dtypes PyTorch's sparse tensors cannot hold: the unsigned "shell" dtypes, whose sums
+#: have no kernels (a densified gradient would fail where the user reads it).
+NO_SPARSE = torch_dtypes(frozenset({"uint16", "uint32", "uint64"}))
+
+
+def check_sparse(x: torch.Tensor, fn: str, flag: str) -> None:
+    """Refuse, before any work, a sparse gradient for ``x`` (data or grad) that PyTorch cannot
+    hold, or that the active machinery cannot carry."""
+    if x.dtype in NO_SPARSE:
+        raise _errors.sparse_dtype(fn, flag, _rules.dtype_name(x.dtype))
+    if torch.compiler.is_exporting():
+        why = "torch.export records ATen operators, and this gradient is gatherx's own"
+        raise _errors.sparse_mode(fn, flag, why)
+    if vmapping():
+        raise _errors.sparse_mode(fn, flag, "torch.func.vmap cannot batch a sparse gradient")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ... import _policy, _rules
@@ -114,6 +116,44 @@ def _half_scatter_add(
     sums = source.new_zeros(shape, dtype=torch.float32).index_add_(axis, slot, source.float())
     shape[axis] = size
     return source.new_zeros(shape).index_copy_(axis, rows, sums.to(source.dtype))
+
+
+def sparse_scatter_add(
+    grad: torch.Tensor, index: torch.Tensor, axis: int, size: int
+) -> torch.Tensor:
+    """:func:`scatter_add` as a ``torch.sparse_coo`` tensor holding only the gathered slices.
+
+    Axis 0: the sparse indices are ``index`` flattened, the values ``grad`` with the index's
+    dimensions as one, uncoalesced (as ``nn.Embedding(sparse=True)`` gives them). Axis k > 0:
+    a hybrid tensor whose sparse dimensions are the axes up to k and whose dense part is the
+    rest. float16 and bfloat16 slices of one index are summed in float32 and rounded once,
+    as :func:`scatter_add` does (a sparse tensor would add them in half precision), so those
+    come coalesced. Built from differentiable operations: a second backward runs through it.
+    """
+    k = index.ndim
+    flat = (index if k == 1 else index.reshape(-1)).long()  # sparse indices are int64
+    lead, tail = grad.shape[:axis], grad.shape[axis + k :]
+    values = grad.reshape(*lead, flat.shape[0], *tail)
+    coalesced = False
+    if grad.dtype in _HALF:
+        flat, slot = torch.unique(flat, return_inverse=True)
+        sums = values.new_zeros((*lead, flat.shape[0], *tail), dtype=torch.float32)
+        values = torch.index_add(sums, axis, slot, values.float()).to(grad.dtype)
+        coalesced = True
+    pre, n = math.prod(lead), flat.shape[0]
+    values = values.reshape(pre * n, *tail)
+    if axis == 0:
+        coords = flat[None]
+    else:  # each leading position once per index, in row-major order (so still sorted)
+        rows = torch.arange(pre, device=flat.device).repeat_interleave(n)
+        coords = torch.stack([*torch.unravel_index(rows, tuple(lead)), flat.repeat(pre)])
+    # the ATen constructor, which Dynamo traces (torch.sparse_coo_tensor it cannot), with no
+    # invariant check: coords are in range by construction
+    return torch.ops.aten._sparse_coo_tensor_with_dims_and_tensors(
+        axis + 1, len(tail), (*lead, size, *tail), coords, values,
+        dtype=values.dtype, layout=torch.sparse_coo, device=values.device,
+        is_coalesced=coalesced,
+    )  # fmt: skip
 
 
 def wrap(index: torch.Tensor, size: int) -> torch.Tensor:

@@ -38,6 +38,16 @@ def plain_eager() -> bool:
     )
 
 
+def vmapping() -> bool:
+    """A torch.func.vmap is active (alone or around or inside other transforms)."""
+    if not _functorch_active():
+        return False
+    from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
+
+    vmap = torch._C._functorch.TransformType.Vmap
+    return any(i.key() == vmap for i in retrieve_all_functorch_interpreters())
+
+
 def needs_autograd(x: torch.Tensor) -> bool:
     """Whether any autodiff could see this call; if not, a Function's overhead buys nothing.
 
