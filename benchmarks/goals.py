@@ -4,10 +4,12 @@ Usage::
 
     python -m gatherx bench --json cases.json
     python -m gatherx bench --sweep 300 --seed 1 --json sweep.json
-    python benchmarks/goals.py cases.json sweep.json
+    python -m gatherx bench --sparse --json sparse.json
+    python benchmarks/goals.py cases.json sweep.json sparse.json
 
-Each file is either the fixed cases' JSON (``--json``: goals per case, below `GOALS`) or a
-sweep's (``--sweep N --json``: goals on the percentiles, `SWEEP_GOALS`). One table per file
+Each file is the fixed cases' JSON (``--json``: goals per case, below `GOALS`), a sweep's
+(``--sweep N --json``: goals on the percentiles, `SWEEP_GOALS`) or the sparse gradients'
+(``--sparse --json``: `SPARSE_GOALS`). One table per file
 says for each goal whether it is met; the exit status is 1 if one is missed. A sweep's goals
 are judged on a sweep of at least `MIN_SWEEP_CASES` cases: a smaller one's are reported, not
 judged. The gradient tasks run on the cases of floating-point data only, and JAX (without
@@ -151,6 +153,46 @@ SWEEP_GOALS: tuple[SweepGoal, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class SparseGoal:
+    """A goal of the sparse gradients (``gatherx bench --sparse``) on some of its cases.
+
+    ``versus`` is ``native`` (gatherx's sparse gradient / ``F.embedding(sparse=True)``'s, the
+    median of the paired rounds, at most ``limit``) or ``dense`` (gatherx's dense gradient /
+    its sparse one, the same way, at least ``limit``: the sparse one that many times faster).
+    """
+
+    task: str
+    versus: str
+    limit: float
+    cases: tuple[str, ...]
+
+    def value(self, row: Mapping[str, Any]) -> float:
+        """The ratio judged, from a row of the sparse JSON."""
+        return float(row["ratio" if self.versus == "native" else "dense_ratio"])
+
+    def met(self, row: Mapping[str, Any]) -> bool:
+        value = self.value(row)
+        return value <= self.limit if self.versus == "native" else value >= self.limit
+
+    def text(self) -> str:
+        """The goal as the tables print it."""
+        if self.versus == "native":
+            return f"gatherx / native <= {self.limit:.2f}"
+        return f"dense / gatherx >= {self.limit:g}"
+
+
+#: The sparse gradients' goals: on the (1_000_000, 64) table with 4096 ids (``table``) and on
+#: ``embed``, forward+backward and an optimizer step (SparseAdam) within 1.10 of
+#: ``F.embedding(sparse=True)``; forward+backward at least 100x faster than the dense
+#: gradient on the large table.
+SPARSE_GOALS: tuple[SparseGoal, ...] = (
+    SparseGoal("forward+backward", "native", 1.10, ("table", "embed")),
+    SparseGoal("forward+backward", "dense", 100.0, ("table",)),
+    SparseGoal("optimizer step", "native", 1.10, ("table", "embed")),
+)
+
+
 def _mark(met: bool | None) -> str:
     return "not judged" if met is None else ("yes" if met else "**no**")
 
@@ -207,11 +249,27 @@ def judge_sweep(payload: Mapping[str, Any]) -> tuple[str, list[bool]]:
     return "\n".join(lines), verdicts
 
 
+def judge_sparse(payload: Mapping[str, Any]) -> tuple[str, list[bool]]:
+    """The goal table of a ``--sparse`` run's JSON, and whether each goal covering one of
+    its rows is met."""
+    lines = ["| case | task | goal | value | met |", "|---|---|---|---|---|"]
+    verdicts = []
+    for row in payload["rows"]:
+        for goal in SPARSE_GOALS:
+            if goal.task != row["task"] or row["case"] not in goal.cases:
+                continue
+            met = goal.met(row)
+            verdicts.append(met)
+            lines.append(f"| {row['case']} | {row['task']} | {goal.text()} | "
+                         f"{goal.value(row):.3g} | {_mark(met)} |")  # fmt: skip
+    return "\n".join(lines), verdicts
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the goal tables of the JSON files named; 1 if a goal is missed, else 0."""
     parser = argparse.ArgumentParser(
         prog="benchmarks/goals.py",
-        description="Judge gatherx bench --json results (fixed cases or --sweep) against "
+        description="Judge gatherx bench --json results (fixed cases, --sweep or --sparse) against "
         "the project's performance goals.",
     )
     parser.add_argument("paths", nargs="+", metavar="JSON", help="files of gatherx bench --json")
@@ -220,9 +278,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for path in args.paths:
         with open(path, encoding="utf-8") as f:
             payload = json.load(f)
-        sweep = payload.get("kind") == "sweep"
-        table, verdicts = (judge_sweep if sweep else judge_cases)(payload)
+        kind = payload.get("kind")
+        sweep = kind == "sweep"
+        judge = {"sweep": judge_sweep, "sparse": judge_sparse}.get(kind, judge_cases)
+        table, verdicts = judge(payload)
         what = f"sweep of {payload['count']} cases, seed {payload['seed']}" if sweep else "cases"
+        what = "sparse gradients" if kind == "sparse" else what
         missed += verdicts.count(False)
         print(f"{path} ({what}): {verdicts.count(True)} of {len(verdicts)} goals met\n")
         print(table + "\n")

@@ -1,6 +1,7 @@
 """Peak extra memory of gatherx's forward and gather_grad, per backend, on the bench's cases.
 
 Usage: python benchmarks/memory.py [--cases NAMES] [--backends numpy,torch]
+       python benchmarks/memory.py --sparse [--cases table,embed]
 
 "Extra" is the peak of the bytes allocated during the call, less the result's own bytes: what
 the call needs besides its output (with ``out=`` the result is the caller's: all of the peak).
@@ -8,6 +9,14 @@ NumPy's allocations are read with ``tracemalloc`` (NumPy reports its data buffer
 PyTorch's CPU allocator keeps no counters, so its allocations are read from
 ``torch.profiler``'s memory events (``profile_memory=True``), their running sum in time order
 giving the peak. JAX's CPU client reports no memory statistics.
+
+``--sparse``: the backward of a gather on the tables of ``gatherx bench --sparse`` (PyTorch,
+CPU), ``torch.autograd.grad(out, table, g)`` with a dense ``g`` made beforehand, as is the
+forward: gatherx's ``sparse_grad=True`` gradient, ``F.embedding(sparse=True)``'s, and
+gatherx's dense one for contrast. The peak of the bytes allocated during the backward, its
+result included, is set against the gathered output's bytes: a sparse gradient holds the
+output's values and the ids, so its backward should need at most `SPARSE_PEAK` times the
+output, whatever the size of the table.
 """
 
 from __future__ import annotations
@@ -24,6 +33,9 @@ import numpy as np
 
 from gatherx.bench import CASES, Case, make_inputs
 
+#: The most a sparse backward should allocate, in output bytes (the result included).
+SPARSE_PEAK = 2.0
+
 
 def numpy_peak(fn: Callable[[], Any]) -> tuple[int, int]:
     """(peak bytes allocated during ``fn()``, bytes of its result)."""
@@ -39,6 +51,12 @@ def numpy_peak(fn: Callable[[], Any]) -> tuple[int, int]:
 
 def torch_peak(fn: Callable[[], Any]) -> tuple[int, int]:
     """The same from the profiler's memory events of ``fn()``."""
+    peak, out = torch_peak_of(fn)
+    return peak, out.numel() * out.element_size()
+
+
+def torch_peak_of(fn: Callable[[], Any]) -> tuple[int, Any]:
+    """(peak bytes allocated during ``fn()``, its result), from the profiler's memory events."""
     from torch.profiler import ProfilerActivity, profile
 
     fn()
@@ -54,7 +72,7 @@ def torch_peak(fn: Callable[[], Any]) -> tuple[int, int]:
     for _, nbytes in events:
         running += nbytes
         peak = max(peak, running)
-    return peak, out.numel() * out.element_size()
+    return peak, out
 
 
 def mib(n: float) -> str:
@@ -110,11 +128,55 @@ def rows_for(case: Case, backends: list[str]) -> list[str]:
     return rows
 
 
+def sparse_rows(case: Case) -> list[str]:
+    """The backward of ``case``'s gather (PyTorch, CPU), gradient by gradient."""
+    import torch
+
+    from gatherx.bench.sparse import FORWARD_BACKWARD, LABELS, forwards, make_lookup
+
+    x = make_lookup(case.data_shape, case.index_shape, case.dtype, "cpu")
+    upstream = torch.randn(case.out_shape, generator=torch.Generator().manual_seed(1))
+    out = case.out_bytes
+    rows = []
+    for role, forward in forwards(x).items():
+        result = forward(x.table)  # the forward is not the backward's cost
+
+        def backward(result: Any = result) -> Any:
+            return torch.autograd.grad(result, x.table, upstream, retain_graph=True)[0]
+
+        peak, grad = torch_peak_of(backward)
+        met = "yes" if peak <= SPARSE_PEAK * out else "**no**"
+        rows.append(
+            f"| {case.name} | {LABELS[FORWARD_BACKWARD][role]} | {grad.layout} | {mib(out)} | "
+            f"{peak} | {mib(peak)} | {peak / out:.3f} | {met if role != 'dense' else '-'} |"
+        )
+        del result, grad
+    return rows
+
+
+def sparse_main(wanted: list[str] | None) -> None:
+    """Print the backward memory of the sparse task's cases."""
+    from gatherx.bench.sparse import SPARSE_CASES
+
+    print("| case | gradient | layout | output MiB | peak bytes | peak MiB | peak / output | "
+          f"peak <= {SPARSE_PEAK:g}x output |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for case in SPARSE_CASES:
+        if wanted is None or case.name in wanted:
+            print("\n".join(sparse_rows(case)), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cases", default=None, help="comma-separated case names")
     parser.add_argument("--backends", default="numpy,torch")
+    parser.add_argument(
+        "--sparse", action="store_true", help="the sparse gradients' backward: table, embed"
+    )
     args = parser.parse_args()
+    if args.sparse:
+        sparse_main(args.cases.split(",") if args.cases else None)
+        return
     wanted = args.cases.split(",") if args.cases else [c.name for c in CASES]
     backends = args.backends.split(",")
     print("| case | backend | task | formulation | result MiB | peak extra MiB |")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from .cases import BACKENDS, CASES, Case
 from .formulations import Entry, build_entries, make_inputs, verify
-from .machine import Load, environment, huge_pages
+from .machine import Load, environment, huge_pages, machine_record
 from .report import Row, detail_table, group_of, name_of, out_table, summarize, summary_table
 from .timing import CLOCKS, rounds
 
@@ -22,7 +22,9 @@ DESCRIPTION = (
     "Time gatherx against each backend's native gather formulations (np.take, "
     "torch.index_select, jnp.take, onnxruntime, ...), interleaved so that load from other "
     "processes hits all of them alike; print the tables, optionally a plot and JSON. "
-    "With --sweep N: N random cases drawn from --seed, summarised in percentiles."
+    "With --sweep N: N random cases drawn from --seed, summarised in percentiles. With "
+    "--sparse: PyTorch's sparse gradients (sparse_grad=True) against F.embedding(sparse=True) "
+    "and the dense gradient, and over table sizes."
 )
 
 
@@ -73,8 +75,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backends", default=None, help="comma-separated subset of: " + ", ".join(BACKENDS)
     )
+    parser.add_argument(
+        "--sparse",
+        action="store_true",
+        help="time PyTorch's sparse gradients instead: gatherx.gather(sparse_grad=True) against "
+        "F.embedding(sparse=True) and the dense gradient, forward+backward and an optimizer "
+        "step (SparseAdam, Adam), on the cases table and embed (--cases, --case-spec: 2-D, "
+        "axis 0), then forward+backward over table sizes (--sparse-rows)",
+    )
+    parser.add_argument(
+        "--sparse-rows",
+        default=None,
+        metavar="N,N,...",
+        help="with --sparse: the table rows of the sweep over table sizes, 64 float32 columns "
+        "and 4096 ids (default 10000,100000,1000000,10000000; none: no sweep)",
+    )
     parser.add_argument("--torch-device", default="cpu", help="torch device (default cpu)")
-    parser.add_argument("--plot", default=None, metavar="PNG", help="save a plot to this path")
+    parser.add_argument("--plot", default=None, metavar="PNG",
+                        help="save a plot to this path (with --sparse: the sweep over table "
+                        "sizes)")  # fmt: skip
     parser.add_argument("--json", default=None, metavar="PATH", help="save raw times as JSON")
     parser.add_argument("--markdown", default=None, metavar="PATH",
                         help="also write the tables to this Markdown file")  # fmt: skip
@@ -173,7 +192,15 @@ def data_text(cases: Sequence[Case]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the benchmark and print its tables (with ``--sweep``, its percentiles); 0."""
+    """Run the benchmark and print its tables (with ``--sweep``, its percentiles; with
+    ``--sparse``, the sparse gradients' times); 0."""
+    if args.sparse:
+        from .sparse import run_sparse
+
+        return run_sparse(args)
+    if args.sparse_rows is not None:
+        msg = "--sparse-rows sets the table sizes of --sparse: add --sparse"
+        raise ValueError(msg)
     if args.sweep is not None:
         if args.cases is not None or args.case_spec:
             msg = "--sweep draws its own cases: drop --cases and --case-spec"
@@ -230,14 +257,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nplot saved to {args.plot}")
     if args.json:
         payload = {
-            "environment": environment(load),
-            "huge_pages": huge_pages(),
-            "load": {
-                "cpus": load.cpus,
-                "samples": [round(s, 2) for s in load.samples],
-                "high": load.high,
-                "warning": load.warning(),
-            },
+            **machine_record(load),
             "repeats": repeats,
             "clock": args.clock,
             "cases": {c.name: c.describe() for c in cases},

@@ -102,3 +102,17 @@ def huge_pages() -> str:
     except (OSError, IndexError):
         pass
     return text
+
+
+def machine_record(load: Load) -> dict[str, object]:
+    """What a bench's JSON records of the machine and its load during the run."""
+    return {
+        "environment": environment(load),
+        "huge_pages": huge_pages(),
+        "load": {
+            "cpus": load.cpus,
+            "samples": [round(s, 2) for s in load.samples],
+            "high": load.high,
+            "warning": load.warning(),
+        },
+    }

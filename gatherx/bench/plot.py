@@ -4,6 +4,7 @@ copies of the output into a preallocated and a fresh buffer."""
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -118,5 +119,62 @@ def sweep_figure(results: Sequence[Any], load: Load | None = None) -> Any:
     title = f"gatherx bench --sweep: {cases} random cases; {machine}"
     if load is not None and load.high:
         title += "\nhigh load during the run: other processes competed, ratios are unreliable"
+    fig.suptitle(title, fontsize=10, color="red" if load is not None and load.high else "black")
+    return fig
+
+
+def sparse_plot(points: Sequence[Any], path: str, load: Load | None = None) -> None:
+    """Save :func:`sparse_figure` to ``path`` as a PNG."""
+    sparse_figure(points, load).savefig(path, dpi=110)
+
+
+def sparse_figure(points: Sequence[Any], load: Load | None = None) -> Any:
+    """The table-size sweep of ``gatherx bench --sparse`` as a matplotlib ``Figure``:
+    forward+backward time against the table's rows, log-log, one line per formulation, the
+    dense gradient's time over gatherx's sparse one written at each size.
+
+    ``points`` are `gatherx.bench.sparse.Timing` objects of one lookup (ids and columns).
+    """
+    from matplotlib.figure import Figure
+
+    from .sparse import FORWARD_BACKWARD, LABELS, ROLES
+
+    fig = Figure(figsize=(8, 5.5), layout="constrained")
+    ax = fig.subplots()
+    rows = [p.data_shape[0] for p in points]
+    labels = LABELS[FORWARD_BACKWARD]
+    for role, marker in zip(ROLES, "os^", strict=True):
+        times = [p.seconds[role] * 1e3 for p in points]
+        ax.plot(rows, times, marker=marker, label=labels[role])
+    for p in points:
+        ax.annotate(f"{p.dense_ratio:.0f}x", (p.data_shape[0], p.seconds["dense"] * 1e3),
+                    textcoords="offset points", xytext=(0, 8), ha="center", fontsize=8)  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    columns = points[0].data_shape[1] if points else 0
+    ids = points[0].index_shape[0] if points else 0
+    ax.set_xlabel(f"table rows ({columns} {points[0].dtype if points else ''} columns)")
+    ax.set_ylabel("forward + backward, median time (ms)")
+    ax.set_title(f"{ids} ids, loss = out.sum(); at each size: dense time / gatherx sparse time")
+    low, high = ax.get_ylim()
+    ax.set_ylim(low, high * 2)  # room for the ratios above the highest point
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend()
+    if points:
+        mib_per_row = points[0].table_bytes / rows[0] / 2**20
+
+        def to_mib(r: Any) -> Any:
+            return r * mib_per_row
+
+        def to_rows(m: Any) -> Any:
+            return m / mib_per_row
+
+        ax.secondary_xaxis("top", functions=(to_mib, to_rows)).set_xlabel("table size (MiB)")
+    machine = load.describe() if load is not None else "load not recorded"
+    if "torch" in sys.modules:  # imported by whoever timed the points
+        machine += f", torch threads {sys.modules['torch'].get_num_threads()}"
+    title = f"gatherx bench --sparse: PyTorch sparse and dense gradients\n{machine}"
+    if load is not None and load.high:
+        title += "\nhigh load during the run: other processes competed, times are unreliable"
     fig.suptitle(title, fontsize=10, color="red" if load is not None and load.high else "black")
     return fig

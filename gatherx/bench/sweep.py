@@ -24,7 +24,7 @@ import numpy as np
 from .cases import Case
 from .formulations import Entry
 from .harness import _chosen, emit, installed, report_header, time_case
-from .machine import Load, environment, huge_pages
+from .machine import Load, environment, huge_pages, machine_record
 from .report import fmt_time, name_of, summarize
 
 #: The backends a sweep times (onnxruntime's session takes float32 only: left out).
@@ -335,14 +335,7 @@ def run_sweep(args: argparse.Namespace) -> int:
             "min_sample": min_sample,
             "clock": args.clock,
             "seconds": elapsed,
-            "environment": environment(load),
-            "huge_pages": huge_pages(),
-            "load": {
-                "cpus": load.cpus,
-                "samples": [round(s, 2) for s in load.samples],
-                "high": load.high,
-                "warning": load.warning(),
-            },
+            **machine_record(load),
             "summary": [vars(s) for s in stats],
             "results": records,
         }

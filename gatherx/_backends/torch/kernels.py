@@ -110,12 +110,22 @@ def _half_scatter_add(
     """The float16/bfloat16 scatter-add summed in float32 over each distinct index's slice
     once, rounded once, then written into zeros: the float32 sums take the gradient's memory,
     not the data's (a float32 copy of a large table costs more than the whole native add)."""
+    rows, sums = _distinct_sums(source, flat, axis)
+    shape = list(source.shape)
+    shape[axis] = size
+    return source.new_zeros(shape).index_copy_(axis, rows, sums)
+
+
+def _distinct_sums(
+    source: torch.Tensor, flat: torch.Tensor, axis: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the distinct indices, sorted; for each, its slices of ``source`` summed in float32 and
+    rounded once to ``source``'s dtype)."""
     rows, slot = torch.unique(flat, return_inverse=True)
     shape = list(source.shape)
     shape[axis] = rows.shape[0]
     sums = source.new_zeros(shape, dtype=torch.float32).index_add_(axis, slot, source.float())
-    shape[axis] = size
-    return source.new_zeros(shape).index_copy_(axis, rows, sums.to(source.dtype))
+    return rows, sums.to(source.dtype)
 
 
 def sparse_scatter_add(
@@ -136,9 +146,7 @@ def sparse_scatter_add(
     values = grad.reshape(*lead, flat.shape[0], *tail)
     coalesced = False
     if grad.dtype in _HALF:
-        flat, slot = torch.unique(flat, return_inverse=True)
-        sums = values.new_zeros((*lead, flat.shape[0], *tail), dtype=torch.float32)
-        values = torch.index_add(sums, axis, slot, values.float()).to(grad.dtype)
+        flat, values = _distinct_sums(values, flat, axis)
         coalesced = True
     pre, n = math.prod(lead), flat.shape[0]
     values = values.reshape(pre * n, *tail)
@@ -147,13 +155,11 @@ def sparse_scatter_add(
     else:  # each leading position once per index, in row-major order (so still sorted)
         rows = torch.arange(pre, device=flat.device).repeat_interleave(n)
         coords = torch.stack([*torch.unravel_index(rows, tuple(lead)), flat.repeat(pre)])
-    # the ATen constructor, which Dynamo traces (torch.sparse_coo_tensor it cannot), with no
-    # invariant check: coords are in range by construction
-    return torch.ops.aten._sparse_coo_tensor_with_dims_and_tensors(
-        axis + 1, len(tail), (*lead, size, *tail), coords, values,
-        dtype=values.dtype, layout=torch.sparse_coo, device=values.device,
-        is_coalesced=coalesced,
-    )  # fmt: skip
+    # No invariant check: coords are in range by construction. (Dynamo cannot trace this
+    # constructor; a compiled call runs the sparse gather eagerly.)
+    return torch.sparse_coo_tensor(
+        coords, values, (*lead, size, *tail), check_invariants=False, is_coalesced=coalesced
+    )
 
 
 def wrap(index: torch.Tensor, size: int) -> torch.Tensor:
