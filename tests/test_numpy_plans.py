@@ -189,3 +189,31 @@ def test_forward_allocates_the_output_and_nothing_of_its_size(shape, axis, n, co
     assert extra <= idx.nbytes + 2 * data.nbytes * contiguous + 64 * 1024
     assert extra < out.nbytes / 2
     np.testing.assert_array_equal(out, np.take(data, idx, axis=axis))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize(
+    ("shape", "index", "axis"),
+    [((200_000,), 5, 0), ((50_000, 4), [[7], [-1]], 0), ((3, 40_000, 2), [9, 9, -9], 1)],
+)
+def test_half_gather_grad_of_few_slices_works_at_their_size(dtype, shape, index, axis):
+    """Half-precision gradients of a few slices of a large table: summed in float32 over
+    those slices alone (rounded once), never through a float32 copy of the table."""
+    ml_dtypes = pytest.importorskip("ml_dtypes") if dtype == "bfloat16" else None
+    half = ml_dtypes.bfloat16 if ml_dtypes else np.float16
+    idx = np.asarray(index)
+    grad_shape = (*shape[:axis], *idx.shape, *shape[axis + 1 :])
+    grad = (np.arange(math.prod(grad_shape)) % 7 + 0.1).reshape(grad_shape).astype(half)
+    gatherx.gather_grad(shape, idx, grad, axis=axis)
+    tracemalloc.start()
+    try:
+        out = gatherx.gather_grad(shape, idx, grad, axis=axis)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak - out.nbytes < out.nbytes  # a float32 table would take twice the result
+    expected = np.zeros(shape, dtype=np.float32)
+    key = (*(slice(None),) * axis, idx % shape[axis])
+    np.add.at(expected, key, grad.astype(np.float32))
+    assert out.dtype == grad.dtype
+    np.testing.assert_array_equal(out, expected.astype(half))

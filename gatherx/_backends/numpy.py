@@ -309,6 +309,8 @@ def grad_by_plan(
         # Half precision would round every partial sum: add in float32, round once.
         if plan in ("rows", "elements") and n and pre * post:
             return _half_sums(plan, shape, pre, size, post, flat, grad)
+        if size > n and pre * post:  # sums of the gradient's size, not float32 tables
+            return _half_distinct(shape, pre, size, post, flat, grad)
         wide = grad.astype(np.float32)
         return grad_by_plan(plan, shape, idx, wide, axis).astype(grad.dtype)
     if plan in ("add.at", "columns") or n == 0 or pre * post == 0:
@@ -358,6 +360,20 @@ def _half_sums(
     wide = g3.take(members, axis=1).astype(np.float32)
     sums = grad_by_plan(None, (pre, slots.size, post), compact, wide, 1)
     _write(plan, out3, slots, sums.astype(grad.dtype))
+    return out3.reshape(shape)
+
+
+def _half_distinct(
+    shape: tuple[int, ...], pre: int, size: int, post: int, flat: np.ndarray, grad: np.ndarray
+) -> np.ndarray:
+    """Half precision where the table has more slices than the gradient: each distinct
+    index's slices summed in float32 (in order of occurrence), rounded once and written into
+    zeros, so the float32 work is the gradient's size, not the table's."""
+    slots, slot = np.unique(flat, return_inverse=True)
+    wide = grad.reshape(pre, flat.size, post).astype(np.float32)
+    sums = grad_by_plan(None, (pre, slots.size, post), slot.reshape(-1), wide, 1)
+    out3 = np.zeros((pre, size, post), dtype=grad.dtype)
+    out3[:, slots, :] = sums.astype(grad.dtype)
     return out3.reshape(shape)
 
 
