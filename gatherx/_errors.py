@@ -139,6 +139,23 @@ def unsupported_array(fn: str, role: str, x: object, why: str, fix: str) -> Type
     return TypeError(f"{fn}: {role} of type {describe(x)} are not supported ({why}); {fix}")
 
 
+def mixed_dtensor(fn: str, data_is_dtensor: bool) -> TypeError:
+    """A DTensor beside a plain torch.Tensor (indices and data or grad)."""
+    if data_is_dtensor:
+        msg = (
+            f"{fn}: the data is a DTensor but the indices are a plain torch.Tensor; make them "
+            "a DTensor on the same mesh (distribute_tensor(indices, mesh, [Replicate()]) or "
+            "DTensor.from_local), or pass NumPy arrays or Python ints, which gatherx "
+            "replicates over the mesh"
+        )
+    else:
+        msg = (
+            f"{fn}: the indices are a DTensor but the data is a plain torch.Tensor; "
+            "distribute the data on the indices' mesh, or pass plain indices"
+        )
+    return TypeError(msg)
+
+
 def mixed_frameworks(
     fn: str, indices: object, framework: str, data: object, data_framework: str
 ) -> TypeError:

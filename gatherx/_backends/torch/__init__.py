@@ -9,7 +9,7 @@ import torch
 
 from ... import _errors, _policy, _rules
 from ..base import Backend
-from . import autograd, bounds, kernels
+from . import autograd, bounds, kernels, subclasses
 from .domain import PLAIN_TYPES, check_sparse, eager_cpu_call
 from .modes import compiling, needs_autograd, plain_eager, tracing
 
@@ -60,6 +60,7 @@ class TorchBackend(Backend):
 
     def check_index(self, index: Any, like: Any, fn: str) -> None:
         _refuse_layouts(index, fn, "indices")
+        subclasses.check_pair(index, like, fn)
         if index.device != like.device:
             raise _errors.device_mismatch(fn, index.device, like.device)
 
@@ -68,6 +69,8 @@ class TorchBackend(Backend):
         if not (flags.writeable and flags.c_contiguous):
             host = np.array(host)  # torch refuses negative strides and warns on read-only memory
         device = like.device
+        if subclasses.is_dtensor(like):
+            return subclasses.replicated(torch.as_tensor(host, device=device), like)
         if device.type == "cpu" and plain_eager():
             return torch.from_numpy(host)  # as_tensor's own steps cost twice as much
         if device.type != "cuda" or compiling() or tracing():
@@ -129,6 +132,7 @@ class TorchBackend(Backend):
 
 
 def _refuse_layouts(x: torch.Tensor, fn: str, role: str) -> None:
+    subclasses.refuse_unknown(x, fn, role)
     if x.layout is not torch.strided:
         raise _errors.unsupported_array(
             fn, role, x, f"layout {x.layout}", "convert with .to_dense() first"

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from ... import _errors, _policy, _rules
+from . import subclasses
 from .kernels import wrap_unchecked
 from .modes import compiling, tracing
 
@@ -94,6 +95,9 @@ def read(index: torch.Tensor) -> tuple[int, int] | None:
     values = plain(index)
     if values is None:
         return None
+    if subclasses.is_dtensor(values):
+        low, high = subclasses.extremes(values)
+        return int(low), int(high)
     if values.device.type == "cpu":
         # NumPy reads the same memory without waking torch's thread pool, whose start-up
         # for aminmax cost 30-100 us per call next to the index_select that follows.
@@ -109,6 +113,8 @@ def to_host(index: torch.Tensor) -> np.ndarray:
     """The values of a readable index (every sample of a vmap batch), to locate a bad one."""
     values = plain(index)
     assert values is not None
+    if subclasses.is_dtensor(values):
+        return subclasses.values(values)
     # tolist, not numpy(): inside torch.func transforms numpy() sees no storage
     return np.asarray(values.tolist(), dtype=np.int64).reshape(tuple(values.shape))
 
@@ -128,7 +134,7 @@ def device_check(index: torch.Tensor, size: int, axis: int, opset: int, fn: str)
         return traced_check(index, size, axis, opset, fn)
     lo, hi = _rules.index_range(size, opset)
     info = torch.iinfo(index.dtype)  # bounds past the dtype's range exclude nothing
-    low, high = torch.aminmax(index)
+    low, high = subclasses.extremes(index) if subclasses.is_dtensor(index) else torch.aminmax(index)
     ok = (low >= max(lo, info.min)) & (high <= min(hi, info.max))
     torch._assert_async(ok, _errors.traced_out_of_bounds(fn, axis, opset))
     if opset >= _rules.NEGATIVE_INDICES_SINCE:

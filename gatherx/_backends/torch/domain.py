@@ -8,6 +8,7 @@ import torch
 
 from ... import _errors, _policy, _rules
 from .modes import plain_eager, vmapping
+from .subclasses import is_dtensor
 
 #: Plain tensors and parameters: subclasses with their own __torch_function__ (FakeTensor
 #: included) take the flow's general reads.
@@ -63,6 +64,8 @@ def check_sparse(x: torch.Tensor, fn: str, flag: str) -> None:
     hold, or that the active machinery cannot carry."""
     if x.dtype in NO_SPARSE:
         raise _errors.sparse_dtype(fn, flag, _rules.dtype_name(x.dtype))
+    if is_dtensor(x):
+        raise _errors.sparse_mode(fn, flag, "a DTensor holds no sparse tensor")
     if torch.compiler.is_exporting():
         why = "torch.export records ATen operators, and this gradient is gatherx's own"
         raise _errors.sparse_mode(fn, flag, why)

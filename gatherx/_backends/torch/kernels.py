@@ -9,6 +9,7 @@ import torch
 from ... import _policy, _rules
 from ..._strategy import torch_backward_plan, torch_forward_plan
 from .modes import functorch_active, plain_eager, tracing
+from .subclasses import is_dtensor, on_every_rank, replicated_everywhere
 
 # uint16/32/64 are "shell" dtypes with few kernels; gather is pure data movement, so it runs
 # on the same bits viewed as the signed type of the same width.
@@ -21,7 +22,13 @@ _INT_MAX = {torch.int32: 2**31 - 1, torch.int64: 2**63 - 1}
 def host_scalar(index: torch.Tensor) -> bool:
     """Whether ``index`` is one value that can be read on the host at no cost and with no
     trace to record: a 0-d CPU index of a plain eager call."""
-    return index.ndim == 0 and index.is_cpu and plain_eager() and _policy.exact("cpu")
+    return (
+        index.ndim == 0
+        and type(index) is torch.Tensor  # (a subclass's value may live on other ranks)
+        and index.is_cpu
+        and plain_eager()
+        and _policy.exact("cpu")
+    )
 
 
 def take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
@@ -38,6 +45,8 @@ def take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
         out = torch.select_copy(source, axis, int(index))
     else:
         k = index.ndim
+        if k != 1 and is_dtensor(index):
+            index = replicated_everywhere(index)  # DTensor's reshape miscounts some shards
         flat = index if k == 1 else index.reshape(-1)  # (a 0-d index would index as an int)
         size = source.shape[axis]
         plan = "index_select"
@@ -60,6 +69,8 @@ def take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
 
 def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -> torch.Tensor:
     """Zeros with ``grad`` added at non-negative in-range ``index``; ``size`` is the axis's."""
+    if is_dtensor(grad):
+        return on_every_rank(lambda g, i: scatter_add(g, i, axis, size), grad, index)
     if host_scalar(index):  # one slice adds nothing up: it is written into zeros
         shape = list(grad.shape)
         shape.insert(axis, size)
