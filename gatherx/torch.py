@@ -13,7 +13,17 @@ from ._api import gather
 from ._indices import host_indices
 from ._rules import check_flag, check_opset
 
-__all__ = ["Gather"]
+__all__ = ["Gather", "RowwiseGatherParallel"]  # noqa: F822 (the latter from __getattr__)
+
+
+def __getattr__(name: str) -> Any:
+    # torch.distributed's tensor parallelism, imported when its style is first asked for
+    if name == "RowwiseGatherParallel":
+        from ._backends.torch.parallel import RowwiseGatherParallel
+
+        return RowwiseGatherParallel
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)
 
 
 class Gather(torch.nn.Module):

@@ -3,6 +3,7 @@ tensor subclasses. Oracle: ``torch.index_select`` and its autograd on the full t
 
 from __future__ import annotations
 
+import ast
 import datetime
 import os
 import socket
@@ -58,7 +59,7 @@ def _spawn(scenario: str, world: int, tmp_path) -> list[Any]:
     results = []
     for rank in range(world):
         with open(f"{out}.{rank}", encoding="utf-8") as f:
-            results.append(f.read())
+            results.append(ast.literal_eval(f.read()))
     return results
 
 
@@ -158,7 +159,95 @@ def _refusals(rank: int, world: int) -> str:
     return "\n".join(said)
 
 
-SCENARIOS = {f.__name__[1:]: f for f in (_equivalence, _bad_index_everywhere, _refusals)}
+def _row_sharded(rank: int, world: int) -> str:
+    """A table sharded on the gathered axis: partial sums of the slices each rank holds (an
+    all-reduce of the output, no all-gather of the table); the gradient stays sharded."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Partial, Replicate, Shard, distribute_tensor
+    from torch.distributed.tensor.debug import CommDebugMode
+
+    mesh = init_device_mesh("cpu", (world,))
+    gen = torch.Generator().manual_seed(1)
+    table = torch.randn(11, 3, dtype=torch.float64, generator=gen)  # uneven shards: 6 and 5
+    ids = torch.tensor([[10, -11, 5], [6, -1, 0]])
+    said = []
+    for axis in (0, 1):
+        size = table.shape[axis]
+        given = ids % size - (ids < 0) * size
+        data = distribute_tensor(table, mesh, [Shard(axis)]).requires_grad_()
+        with CommDebugMode() as comm:
+            out = gatherx.gather(data, given.numpy(), axis=axis)
+            whole = out.full_tensor()
+            whole.pow(2).sum().backward()
+        ops = {str(op).rsplit(".", 1)[-1]: n for op, n in comm.get_comm_counts().items()}
+        full = table.clone().requires_grad_()
+        want = torch.index_select(full, axis, (given % size).reshape(-1)).reshape(whole.shape)
+        want.pow(2).sum().backward()
+        said.append(
+            f"axis {axis}: {out.placements == (Partial('sum'),)} "
+            f"{torch.equal(whole, want.detach())} {data.grad.placements == (Shard(axis),)} "
+            f"{torch.allclose(data.grad.full_tensor(), full.grad)} {sorted(ops)}"
+        )
+    plain = distribute_tensor(table, mesh, [Replicate()])
+    said.append(str(torch.equal(gatherx.gather(plain, [3, -2]).full_tensor(), table[[3, 9]])))
+    return "\n".join(said)
+
+
+def _training(rank: int, world: int) -> str:
+    """RowwiseGatherParallel on a model's own table trains as the same model in one process."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import parallelize_module
+
+    from gatherx.torch import RowwiseGatherParallel
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = Table()
+            self.head = torch.nn.Linear(4, 1, dtype=torch.float64)
+
+        def forward(self, ids):
+            return self.head(self.table(ids).mean(dim=1)).squeeze(-1)
+
+    class Table(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(25, 4, dtype=torch.float64))
+
+        def forward(self, ids):
+            return gatherx.gather(self.weight, ids)
+
+    torch.manual_seed(0)
+    alone = Model()
+    split = Model()
+    split.load_state_dict(alone.state_dict())
+    mesh = init_device_mesh("cpu", (world,))
+    split = parallelize_module(split, mesh, {"table": RowwiseGatherParallel()})
+    gen = torch.Generator().manual_seed(2)
+    steps = []
+    for model in (alone, split):
+        gen.manual_seed(2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        losses = []
+        for _ in range(8):
+            ids = torch.randint(-25, 25, (6, 3), generator=gen)
+            target = torch.randn(6, dtype=torch.float64, generator=gen)
+            loss = (model(ids) - target).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        steps.append(losses)
+    close = all(abs(a - b) <= 1e-12 * max(1.0, abs(a)) for a, b in zip(*steps, strict=True))
+    table = split.table.weight
+    same = torch.allclose(table.full_tensor(), alone.table.weight, rtol=0, atol=1e-12)
+    return f"{type(table).__name__} {table.placements} {close} {same}"
+
+
+SCENARIOS = {
+    f.__name__[1:]: f
+    for f in (_equivalence, _bad_index_everywhere, _refusals, _row_sharded, _training)
+}
 
 
 # ------------------------------------------------------------------------------- the tests
@@ -167,13 +256,13 @@ SCENARIOS = {f.__name__[1:]: f for f in (_equivalence, _bad_index_everywhere, _r
 @pytest.mark.parametrize("world", [2, 4], ids=["mesh-2", "mesh-2x2"])
 def test_dtensor_placements_match_index_select(world, tmp_path):
     results = _spawn("equivalence", world, tmp_path)
-    assert results == ["'ok'"] * world, "\n".join(results)
+    assert results == ["ok"] * world, "\n".join(results)
 
 
 def test_a_bad_index_raises_on_every_rank(tmp_path):
     results = _spawn("bad_index_everywhere", 2, tmp_path)
     assert results[0] == results[1]
-    exact, device = results[0].strip("'").split("\\n")
+    exact, device = results[0].split("\n")
     assert exact.startswith(
         "IndexError: gather: indices element out of data bounds, idx=6 at position (5,)"
     )
@@ -183,10 +272,24 @@ def test_a_bad_index_raises_on_every_rank(tmp_path):
 def test_refusals_name_the_fix(tmp_path):
     first, second = _spawn("refusals", 2, tmp_path)
     assert first == second
-    lines = first.strip("'").split("\\n")
+    lines = first.split("\n")
     assert "indices are a plain torch.Tensor; make them a DTensor" in lines[0]
     assert "the indices are a DTensor but the data is a plain torch.Tensor" in lines[1]
     assert "a DTensor holds no sparse tensor; pass sparse_grad=False" in lines[2]
+
+
+def test_a_table_sharded_on_the_axis_sends_the_output_not_the_table(tmp_path):
+    first, second = _spawn("row_sharded", 2, tmp_path)
+    assert first == second
+    lines = first.split("\n")
+    for axis, line in enumerate(lines[:2]):
+        assert line == f"axis {axis}: True True True True ['all_reduce']", line
+    assert lines[2] == "True"
+
+
+def test_rowwise_gather_parallel_trains_as_one_process(tmp_path):
+    results = _spawn("training", 2, tmp_path)
+    assert results == ["DTensor (Shard(dim=0),) True True"] * 2, results
 
 
 # ---------------------------------------------------------------------- tensor subclasses

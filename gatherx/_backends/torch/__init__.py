@@ -110,6 +110,13 @@ class TorchBackend(Backend):
         return index.numel()
 
     def take(self, data: Any, index: Any, axis: int, sparse: bool = False) -> Any:
+        if subclasses.is_dtensor(data):
+            from . import rowsharded  # imports torch.distributed.tensor, loaded already here
+
+            if rowsharded.applies(data, index, axis):
+                if needs_autograd(data):
+                    return rowsharded.RowShardedGather.apply(data, index, axis)
+                return rowsharded.take(data, index, axis)
         if needs_autograd(data):
             return autograd.apply_gather(data, index, axis, sparse)
         return kernels.take(data, index, axis)
