@@ -244,9 +244,57 @@ def _training(rank: int, world: int) -> str:
     return f"{type(table).__name__} {table.placements} {close} {same}"
 
 
+def _ddp_and_fsdp2(rank: int, world: int) -> str:
+    """DDP and FSDP2 over a module that gathers from its own weight train as one process on
+    the whole batch (each rank takes its part; both average the gradients)."""
+    from torch.distributed.fsdp import fully_shard
+    from torch.nn.parallel import DistributedDataParallel
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(25, 4, dtype=torch.float64))
+            self.head = torch.nn.Linear(4, 1, dtype=torch.float64)
+
+        def forward(self, ids):
+            return self.head(gatherx.gather(self.weight, ids).mean(dim=1)).squeeze(-1)
+
+    torch.manual_seed(0)
+    start = Model().state_dict()
+    said = []
+    for kind, wrap in (("ddp", DistributedDataParallel), ("fsdp2", fully_shard)):
+        models = [Model(), Model()]
+        for m in models:
+            m.load_state_dict(start)
+        wrapped, alone = wrap(models[0]), models[1]
+        opts = [torch.optim.SGD(m.parameters(), lr=0.5) for m in (wrapped, alone)]
+        gen = torch.Generator().manual_seed(5)
+        mine = slice(2 * rank, 2 * rank + 2)
+        for _ in range(5):
+            ids = torch.randint(-25, 25, (2 * world, 3), generator=gen)
+            target = torch.randn(2 * world, dtype=torch.float64, generator=gen)
+            for model, opt, part in ((wrapped, opts[0], mine), (alone, opts[1], slice(None))):
+                loss = (model(ids[part]) - target[part]).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        table = models[0].weight
+        table = table.full_tensor() if kind == "fsdp2" else table
+        same = torch.allclose(table.detach(), alone.weight.detach(), rtol=0, atol=1e-12)
+        said.append(f"{kind} {same}")
+    return ", ".join(said)
+
+
 SCENARIOS = {
     f.__name__[1:]: f
-    for f in (_equivalence, _bad_index_everywhere, _refusals, _row_sharded, _training)
+    for f in (
+        _equivalence,
+        _bad_index_everywhere,
+        _refusals,
+        _row_sharded,
+        _training,
+        _ddp_and_fsdp2,
+    )
 }
 
 
@@ -290,6 +338,10 @@ def test_a_table_sharded_on_the_axis_sends_the_output_not_the_table(tmp_path):
 def test_rowwise_gather_parallel_trains_as_one_process(tmp_path):
     results = _spawn("training", 2, tmp_path)
     assert results == ["DTensor (Shard(dim=0),) True True"] * 2, results
+
+
+def test_ddp_and_fsdp2_train_as_one_process(tmp_path):
+    assert _spawn("ddp_and_fsdp2", 2, tmp_path) == ["ddp True, fsdp2 True"] * 2
 
 
 # ---------------------------------------------------------------------- tensor subclasses
