@@ -116,6 +116,17 @@ def _chosen(text: str | None, known: Sequence[str], what: str) -> list[str]:
     return names
 
 
+def chosen_cases(args: argparse.Namespace, known: Sequence[Case]) -> list[Case]:
+    """The ``--cases`` among ``known`` (all of them, unless ``--case-spec`` alone names the
+    cases), then the ``--case-spec`` ones."""
+    specs = [Case.from_spec(text) for text in args.case_spec or ()]
+    cases: list[Case] = []
+    if args.cases is not None or not specs:
+        names = _chosen(args.cases, [c.name for c in known], "case(s)")
+        cases = [c for c in known if c.name in names]
+    return cases + specs
+
+
 def installed(wanted: Sequence[str]) -> tuple[list[str], list[str]]:
     """The ``wanted`` backends that are installed, and the others."""
     module = {"onnxruntime": "onnxruntime", "torch": "torch", "jax": "jax", "numpy": "numpy"}
@@ -211,12 +222,7 @@ def run(args: argparse.Namespace) -> int:
     if args.seed is not None:
         msg = "--seed draws the cases of --sweep; without --sweep the cases are fixed"
         raise ValueError(msg)
-    specs = [Case.from_spec(text) for text in args.case_spec or ()]
-    cases: list[Case] = []
-    if args.cases is not None or not specs:
-        case_names = _chosen(args.cases, [c.name for c in CASES], "case(s)")
-        cases = [c for c in CASES if c.name in case_names]
-    cases += specs
+    cases = chosen_cases(args, CASES)
     backends, skipped = installed(_chosen(args.backends, BACKENDS, "backend(s)"))
     repeats = args.repeats or (2 if args.quick else 41)
     min_sample = 2e-4 if args.quick else 5e-3

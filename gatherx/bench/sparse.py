@@ -33,7 +33,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from .cases import CASES, Case
-from .harness import _chosen, emit, report_header
+from .harness import chosen_cases, emit, report_header
 from .machine import Load, environment, huge_pages, machine_record
 from .report import fmt_time
 from .timing import rounds
@@ -371,12 +371,7 @@ def sparse_plan(args: argparse.Namespace) -> tuple[list[Case], list[int]]:
     if args.backends not in (None, "torch"):
         msg = "--sparse times PyTorch alone: drop --backends"
         raise ValueError(msg)
-    specs = [Case.from_spec(text) for text in args.case_spec or ()]
-    cases: list[Case] = []
-    if args.cases is not None or not specs:
-        names = _chosen(args.cases, [c.name for c in SPARSE_CASES], "case(s)")
-        cases = [c for c in SPARSE_CASES if c.name in names]
-    cases += specs
+    cases = chosen_cases(args, SPARSE_CASES)
     for case in cases:
         check_case(case)
     rows = sweep_rows(args.sparse_rows)
