@@ -233,8 +233,14 @@ def notebooks_suite(session: nox.Session, out: Path) -> None:
     run top to bottom in a fresh kernel, with its run time, and saved executed into ``out``."""
     install(session, "-e", ".[notebooks]", "pytest", "hypothesis", "nbclient", COVERAGE)
     # Run here, where matplotlib and jupytext are installed and required: nowhere is it skipped.
-    pytest(session, "tests/test_notebooks_config.py", "tests/test_import_and_cli.py",
-           require="matplotlib,jupytext,jupyterlab")  # fmt: skip
+    # (The bench's plots too: the backend sessions have no matplotlib.)
+    plots = [
+        "tests/test_bench_sweep.py::test_sweep_plot_has_a_panel_per_backend",
+        "tests/test_bench_sparse.py::test_sparse_run_writes_tables_json_and_plot",
+        "tests/test_bench_sparse.py::test_sparse_plot_is_log_log_with_labels_and_a_legend",
+    ]
+    pytest(session, "tests/test_notebooks_config.py", "tests/test_import_and_cli.py", *plots,
+           require="matplotlib,jupytext,jupyterlab,torch")  # fmt: skip
     shutil.rmtree(out, ignore_errors=True)
     session.run("python", "notebooks/execute.py", "--out", str(out), env={"JAX_ENABLE_X64": "0"})
 
