@@ -141,10 +141,10 @@ def check_shape(shape: object) -> tuple[int, ...]:
     if isinstance(shape, (str, bytes)):
         raise _errors.shape_type(shape)
     try:
-        dims = tuple(_dim(d) for d in shape)  # type: ignore[attr-defined]
+        dims = tuple(map(_dim, shape))  # type: ignore[call-overload]
     except TypeError:
         raise _errors.shape_type(shape) from None
-    if any(d < 0 for d in dims):
+    if dims and min(dims) < 0:
         raise _errors.shape_negative(dims)
     return dims
 
@@ -197,6 +197,20 @@ _UNSIGNED = {4: np.uint32, 8: np.uint64}
 _SIGNED_MAX = {4: 2**31 - 1, 8: 2**63 - 1}
 
 
+def wrapped_ints(flat: list[int], size: int, opset: int) -> list[int] | None:
+    """Python int indices checked against :func:`index_range` and made non-negative:
+    ``flat`` itself where none is negative, or None if one lies outside the range."""
+    if not flat:
+        return flat
+    low, high = min(flat), max(flat)
+    lo, hi = index_range(size, opset)
+    if low < lo or high > hi:
+        return None
+    if low >= 0:
+        return flat
+    return [v + size if v < 0 else v for v in flat]
+
+
 def host_wrapped(values: np.ndarray, size: int, opset: int) -> np.ndarray | None:
     """Host int32/int64 ``values`` (native byte order) checked against :func:`index_range`
     and made non-negative: an array of their shape in [0, size-1] (``values`` itself where
@@ -206,16 +220,14 @@ def host_wrapped(values: np.ndarray, size: int, opset: int) -> np.ndarray | None
     [-size, -1] plus ``size`` wraps around into [0, size-1], and the smaller of a value and
     itself plus ``size`` is the wrapped one when it is valid and at least ``size`` when not.
     """
-    lo, hi = index_range(size, opset)
     if values.size <= SMALL_HOST_INDEX:  # as Python ints: cheaper than three NumPy calls
         flat = values.ravel().tolist()
-        if not flat or (min(flat) >= 0 and max(flat) <= hi):
-            return values
-        if min(flat) < lo or max(flat) > hi:
-            return None
+        wrapped_list = wrapped_ints(flat, size, opset)
+        if wrapped_list is None or wrapped_list is flat:
+            return None if wrapped_list is None else values
         wide = size > _SIGNED_MAX[values.itemsize]  # int32 indices of a longer axis
-        wrapped_list = [v + size if v < 0 else v for v in flat]
         return np.array(wrapped_list, np.int64 if wide else values.dtype).reshape(values.shape)
+    lo, hi = index_range(size, opset)
     if size > _SIGNED_MAX[values.itemsize]:  # the sum must wrap in the index's own width
         values = values.astype(np.int64)
     flat = values.reshape(-1)

@@ -232,6 +232,24 @@ def test_tiny_sweep_on_torch_and_jax(tmp_path, capsys, library):
     _check_sweep(text, payload, library)
 
 
+def test_torch_sweep_times_gatherx_against_the_least_autograd_function(tmp_path, capsys):
+    """The forward+backward of every differentiable case is also set against a minimal
+    ``torch.autograd.Function`` (the design's floor), with the same gatherx rounds."""
+    need("torch")
+    from gatherx.bench.cases import FLOOR_TASK
+
+    text, payload = _sweep(tmp_path, capsys, "torch", 3)
+    results = payload["results"]
+    pairs = {r["number"]: r for r in results if r["task"] == "forward+backward"}
+    floors = {r["number"]: r for r in results if r["task"] == FLOOR_TASK}
+    assert floors
+    assert floors.keys() == pairs.keys()
+    for number, floor in floors.items():
+        assert floor["best_label"] == "minimal autograd.Function"
+        assert floor["gatherx_rounds"] == pairs[number]["gatherx_rounds"]
+    assert f"| torch | {FLOOR_TASK} | {len(floors)} | " in text
+
+
 def test_a_printed_rerun_line_times_that_case(capsys):
     spec = "data=6x5,index=2x0,axis=-1,dtype=float16,strided"
     assert main(["bench", "--quick", "--repeats", "1", "--case-spec", spec,

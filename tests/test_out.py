@@ -185,6 +185,39 @@ def test_host_index_rules(how, index_dtype, size, opset, count):
             assert [int(v) for v in got.reshape(-1)] == want
 
 
+@pytest.mark.parametrize("flat", [False, True])
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+@pytest.mark.parametrize("size", [1, 7, 2**31 - 1, 2**31, 2**62])
+@pytest.mark.parametrize("opset", [1, 11, 13])
+@pytest.mark.parametrize("shape", [(), (1,), (5,), (16,), (17,), (3, 2), (4, 10)])
+def test_torch_eager_index_rule(flat, index_dtype, size, opset, shape):
+    """PyTorch's eager calls check and wrap CPU indices on the host (few read as Python ints,
+    more as NumPy arrays): against the rule in Python ints, at every boundary, of every rank,
+    as given or as one dimension; the tensor passed in is never changed."""
+    torch = need("torch")
+    from gatherx._backends.torch.domain import eager_bounded
+
+    info = np.iinfo(index_dtype)
+    edges = [info.min, -size - 1, -size, -size + 1, -1, 0, 1, size - 1, size, info.max]
+    edges = [v for v in edges if info.min <= v <= info.max]
+    count = int(np.prod(shape))
+    rng = np.random.default_rng(size % 1000 + count)
+    draws = [rng.choice(edges, shape) for _ in range(30)]
+    draws += [np.full(shape, v) for v in edges]
+    for values in draws:
+        host = np.asarray(values, dtype=index_dtype)
+        index = torch.from_numpy(host.copy())
+        want = _python_rule([int(v) for v in host.reshape(-1)], size, opset, "wrapped")
+        got = eager_bounded(index, size, opset, flat)
+        np.testing.assert_array_equal(index.numpy(), host)
+        if want is None:
+            assert got is None, (host, size, opset)
+            continue
+        assert got is not None, (host, size, opset)
+        assert tuple(got.shape) == ((count,) if flat else shape)
+        assert got.reshape(-1).tolist() == want
+
+
 @pytest.mark.parametrize("strided", [False, True])
 @pytest.mark.parametrize(("shape", "axis"), [((2048, 1024), 1), ((6, 5, 4), 1), ((7, 3), 0)])
 def test_torch_out_scalar_index_by_both_slice_plans(shape, axis, strided):

@@ -153,3 +153,7 @@ BACKENDS = ("numpy", "torch", "jax", "onnxruntime")
 
 #: The task of a gather into a preallocated ``out=``, beside the plain ``forward``.
 OUT_TASK = "forward (out=)"
+#: gatherx's forward+backward (``FLOOR_OF``) against the least ``torch.autograd.Function``: a
+#: row of its own, as that Function is slower than the natives, so never the best of them.
+FLOOR_OF = "forward+backward"
+FLOOR_TASK = f"{FLOOR_OF} / minimal Function"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from typing import Any, Literal
 
 import numpy as np
@@ -15,8 +15,10 @@ from .cases import OUT_TASK, Case
 @dataclass
 class Entry:
     """One timed formulation: ``kind`` is gatherx, native, memcpy (a copy of the output into a
-    preallocated buffer), alloc (a copy into a fresh one, the backend's allocator's) or fresh
-    (gatherx without ``out=``, timed in the ``out=`` group: what ``out=`` saves, paired)."""
+    preallocated buffer), alloc (a copy into a fresh one, the backend's allocator's), fresh
+    (gatherx without ``out=``, timed in the ``out=`` group: what ``out=`` saves, paired) or
+    floor (the least a gather written as a ``torch.autograd.Function`` costs: gatherx against
+    it in a row of its own, :data:`gatherx.bench.cases.FLOOR_TASK`)."""
 
     backend: str
     task: str
@@ -220,6 +222,28 @@ def scribbled(buf: Any, want: np.ndarray, fn: Callable[[], Any]) -> Callable[[],
     return run
 
 
+@cache
+def minimal_function() -> Any:
+    """A gather as the least ``torch.autograd.Function``: ``index_select`` forward at a flat
+    non-negative index, ``index_add_`` into zeros backward, no check: what the Python
+    Function that gatherx's PyTorch gradients go through costs by itself."""
+    import torch
+
+    class MinimalGather(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, data: Any, flat: Any, axis: int) -> Any:
+            ctx.save_for_backward(flat)
+            ctx.shape, ctx.axis = data.shape, axis
+            return torch.index_select(data, axis, flat)
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> tuple[Any, None, None]:
+            (flat,) = ctx.saved_tensors
+            return grad.new_zeros(ctx.shape).index_add_(ctx.axis, flat, grad), None, None
+
+    return MinimalGather
+
+
 def torch_entries(x: Inputs, device: str) -> list[Entry]:
     import torch
 
@@ -284,6 +308,8 @@ def torch_entries(x: Inputs, device: str) -> list[Entry]:
         ("forward+backward", "index_select autograd", "native",
          fwd_bwd(lambda t: torch.index_select(t, ax, ti.reshape(-1)).view(oshape))),
         ("forward+backward", "advanced indexing autograd", "native", fwd_bwd(lambda t: t[key])),
+        ("forward+backward", "minimal autograd.Function", "floor",
+         fwd_bwd(lambda t: minimal_function().apply(t, ti.reshape(-1), ax).view(oshape))),
         ("gather_grad", "gatherx", "gatherx",
          lambda: gatherx.gather_grad(c.data_shape, tn, tg, axis=c.axis)),
         ("gather_grad", "zeros + index_add_", "native", index_add),

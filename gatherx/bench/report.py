@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .cases import OUT_TASK, Case
+from .cases import FLOOR_OF, FLOOR_TASK, OUT_TASK, Case
 from .formulations import Entry
 
 
@@ -52,9 +52,14 @@ def summarize(case: Case, entries: Sequence[Entry], samples: dict[str, list[floa
             continue
         if e.kind == "fresh":  # a reference for the out= table, no rival
             continue
+        if e.kind == "floor":  # gatherx against it in a row of its own
+            by_group.setdefault((e.backend, FLOOR_TASK), {})["native"] = name
+            continue
         group = by_group.setdefault((e.backend, e.task), {})
         if e.kind == "gatherx":
             group["gatherx"] = name
+            if e.task == FLOOR_OF:
+                by_group.setdefault((e.backend, FLOOR_TASK), {})["gatherx"] = name
         elif "native" not in group or times[name] < times[group["native"]]:
             group["native"] = name
     # Into a fresh result or into out=: each row's rivals of all backends do the same.

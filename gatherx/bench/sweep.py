@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .cases import Case
+from .cases import FLOOR_OF, FLOOR_TASK, Case
 from .formulations import Entry
 from .harness import _chosen, emit, installed, report_header, time_case
 from .machine import Load, environment, huge_pages, machine_record
@@ -42,7 +42,7 @@ FAST_CALL = 20e-6
 FLOAT16_DUPLICATES = 2**16
 #: The order of the tasks in the tables.
 TASKS = (
-    "forward", "forward (out=)", "forward+backward", "gather_grad", "forward (jit)",
+    "forward", "forward (out=)", "forward+backward", FLOOR_TASK, "gather_grad", "forward (jit)",
     "forward (eager)", "vjp (jit)", "gather_grad (eager)",
 )  # fmt: skip
 
@@ -190,10 +190,11 @@ def results_of(
     gatherx = {(e.backend, e.task): name_of(e) for e in entries if e.kind == "gatherx"}
     out = []
     for row in summarize(case, entries, samples):
-        best = f"{row.backend} | {row.task} | {row.best_label}"
+        task = FLOOR_OF if row.task == FLOOR_TASK else row.task  # (the floor's: its gatherx)
+        best = f"{row.backend} | {task} | {row.best_label}"
         out.append(Result(
             number, case, row.backend, row.task, row.gatherx, row.best_label, row.best,
-            row.ratio, samples[gatherx[row.backend, row.task]], samples[best],
+            row.ratio, samples[gatherx[row.backend, task]], samples[best],
         ))  # fmt: skip
     return out
 
@@ -294,7 +295,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     load.sample()
     start = time.perf_counter()
     for number, case in enumerate(cases):
-        timed = ("gatherx", "native")  # not the copies: no rival, and no ratio needs them
+        timed = ("gatherx", "native", "floor")  # not the copies: no ratio needs them
         entries, samples = time_case(
             case, backends, args.torch_device, repeats, min_sample, args.clock, pause,
             kinds=timed, collect_once=True,

@@ -10,10 +10,12 @@ import torch
 from ... import _errors, _policy, _rules
 from ..base import Backend
 from . import autograd, bounds, kernels, subclasses
-from .domain import PLAIN_TYPES, check_sparse, eager_cpu_call
+from .domain import PLAIN_TYPES, check_sparse, eager_bounded, eager_cpu_call
 from .modes import compiling, needs_autograd, plain_eager, tracing
 
 _grad_enabled = torch.is_grad_enabled
+_GRAD = _rules.GRAD_OPSET
+_into: Any = None  # the out= module, imported on first use
 
 
 class TorchBackend(Backend):
@@ -24,12 +26,9 @@ class TorchBackend(Backend):
 
     def gather(self, data: Any, indices: Any, axis: Any, opset: Any, sparse: bool = False) -> Any:
         if eager_cpu_call(data, indices, axis, opset) and indices.numel():
-            # the flow's host read and wrap (bounded), and its take, in fewer steps
             axis %= data.ndim
-            host = indices.numpy()
-            wrapped = _rules.host_wrapped(host, data.shape[axis], opset)
-            if wrapped is not None:  # else the flow reports the first bad index
-                index = indices if wrapped is host else torch.from_numpy(wrapped)
+            index = eager_bounded(indices, data.shape[axis], opset)
+            if index is not None:  # else the flow reports the first bad index
                 if data.requires_grad and _grad_enabled():
                     return autograd.GatherEager.apply(data, index, axis, sparse)
                 return kernels.take(data, index, axis)
@@ -48,8 +47,17 @@ class TorchBackend(Backend):
     def gather_grad(
         self, shape: Any, indices: Any, grad: Any, axis: Any, sparse: bool = False
     ) -> Any:
-        if sparse and compiling():
-            return _sparse_grad_eagerly(shape, indices, grad, axis)
+        if sparse:
+            if compiling():
+                return _sparse_grad_eagerly(shape, indices, grad, axis)
+        elif eager_cpu_call(grad, indices, axis, _GRAD, shape := _rules.check_shape(shape)):
+            axis %= len(shape)
+            if grad.shape == _rules.output_shape(shape, indices.shape, axis) and indices.numel():
+                index = eager_bounded(indices, shape[axis], _GRAD)
+                if index is not None:  # else the flow reports the first bad index
+                    if grad.requires_grad and _grad_enabled():
+                        return autograd.apply_scatter_add(grad, index, axis, shape[axis])
+                    return kernels.scatter_add(grad, index, axis, shape[axis])
         return super().gather_grad(shape, indices, grad, axis, sparse)
 
     # -- primitives -----------------------------------------------------------------------
@@ -133,9 +141,10 @@ class TorchBackend(Backend):
     def gather_out(
         self, data: Any, indices: Any, axis: Any, opset: Any, out: Any, writer: Any = None
     ) -> Any:
-        from . import out as into  # out= only: most programs never import it
-
-        return into.gather_out(self, data, indices, axis, opset, out)
+        global _into
+        if _into is None:
+            from . import out as _into  # out= only: most programs never import it
+        return _into.gather_out(self, data, indices, axis, opset, out)
 
 
 def _refuse_layouts(x: torch.Tensor, fn: str, role: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from ... import _errors, _policy, _rules
@@ -29,29 +30,68 @@ DATA_DTYPES = (
     torch_dtypes(_rules.data_dtypes(_rules.BFLOAT16_SINCE)),
 )
 INDEX_DTYPES = torch_dtypes(_rules.INDEX_DTYPES)
+GRAD_DTYPES = torch_dtypes(_rules.GRAD_DTYPES)
 
 
-def eager_cpu_call(data: Any, indices: Any, axis: Any, opset: Any) -> bool:
-    """Whether every check of :meth:`gatherx._backends.base.Backend.gather` but the index's
-    values passes, read in few steps: plain strided CPU tensors in plain eager code under the
-    exact bounds policy, an int axis in range, an int opset of at least 11 and dtypes its rules
-    accept. (After a large gather has evicted the interpreter from the CPU caches, each Python
-    step costs several times its warm time.)"""
+def eager_cpu_call(
+    x: Any, indices: Any, axis: Any, opset: Any, grad_shape: tuple[int, ...] | None = None
+) -> bool:
+    """Whether every check of :meth:`gatherx._backends.base.Backend.gather` (``x`` the data)
+    or, given the checked ``grad_shape``, of ``gather_grad`` (``x`` the grad) but the index's
+    values and the grad's shape passes, read in few steps: plain strided CPU tensors in plain
+    eager code under the exact bounds policy, an int axis in range, an int opset of at least
+    11 and dtypes its rules accept. (After a large gather has evicted the interpreter from the
+    CPU caches, each Python step costs several times its warm time.)"""
+    if not (type(indices) is torch.Tensor and type(x) in PLAIN_TYPES):
+        return False
+    if grad_shape is None:
+        if not _rules.plain_call(axis, opset, x.ndim):
+            return False
+        dtypes = DATA_DTYPES[opset >= _rules.BFLOAT16_SINCE]
+    elif _rules.plain_call(axis, opset, len(grad_shape)):
+        dtypes = GRAD_DTYPES
+    else:
+        return False
     return (
-        type(indices) is torch.Tensor
-        and type(data) in PLAIN_TYPES
-        and _rules.plain_call(axis, opset, data.ndim)
-        and data.dtype in DATA_DTYPES[opset >= _rules.BFLOAT16_SINCE]
+        x.dtype in dtypes
         and indices.dtype in INDEX_DTYPES
-        and data.is_cpu
+        and x.is_cpu
         and indices.is_cpu
-        and data.layout is STRIDED
+        and x.layout is STRIDED
         and indices.layout is STRIDED
-        and not data.is_nested
+        and not x.is_nested
         and not indices.is_nested
         and plain_eager()
         and _policy.exact("cpu")
     )
+
+
+def eager_bounded(
+    indices: torch.Tensor, size: int, opset: int, flat: bool = False
+) -> torch.Tensor | None:
+    """A non-empty index of an :func:`eager_cpu_call` checked and made non-negative on the
+    host by the flow's rule (as :meth:`gatherx._backends.base.Backend.bounded` does), or None
+    if a value lies out of range; ``flat``: as one dimension."""
+    rank = indices.ndim
+    if rank <= 1 and indices.numel() <= _rules.SMALL_HOST_INDEX:
+        # read as Python ints: tolist() costs a third of numpy(), and nothing to make
+        # where none is negative
+        values = indices.tolist()
+        listed = values if rank else [values]
+        wrapped_ints = _rules.wrapped_ints(listed, size, opset)
+        if wrapped_ints is None:
+            return None
+        if wrapped_ints is listed and (rank or not flat):
+            return indices
+        one = wrapped_ints if rank or flat else wrapped_ints[0]
+        return torch.from_numpy(np.array(one, np.int64))
+    host = indices.numpy()
+    wrapped = _rules.host_wrapped(host, size, opset)
+    if wrapped is None:
+        return None
+    if flat:
+        return torch.from_numpy(wrapped.reshape(-1))
+    return indices if wrapped is host else torch.from_numpy(wrapped)
 
 
 #: The dtypes PyTorch's sparse tensors cannot hold: the unsigned "shell" dtypes, whose sums

@@ -7,10 +7,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from ... import _errors
+from ... import _errors, _rules
 from ..._rules import Span
 from ..base import Backend, OutWriter, host_span
 from . import bounds, kernels
+from .domain import STRIDED, eager_bounded, eager_cpu_call
 from .modes import compiling, functorch_active, tracing
 
 Tensor = torch.Tensor
@@ -20,7 +21,34 @@ _forward_ad = torch.autograd.forward_ad
 def gather_out(
     backend: Backend, data: Any, indices: Any, axis: Any, opset: Any, out: Any
 ) -> torch.Tensor:
-    """``gather(..., out=)``: the shared flow with :data:`WRITER`."""
+    """``gather(..., out=)``: the shared flow with :data:`WRITER`.
+
+    As in the eager gather, the common call is decided in a few identity tests by the same
+    rules (the flow's overlap test on the same spans, its host read and wrap); the flow takes
+    every other call, and reports every refusal.
+    """
+    if (
+        type(out) is Tensor
+        and eager_cpu_call(data, indices, axis, opset)
+        and out.dtype == data.dtype
+        and out.is_cpu
+        and out.layout is STRIDED
+        and not out.is_nested
+        and not (data.requires_grad or out.requires_grad)
+        and out.numel()  # (then the index is not empty either)
+    ):
+        ax = axis % data.ndim
+        shape = data.shape
+        where = WRITER.span(out)
+        if (
+            out.shape == _rules.output_shape(shape, indices.shape, ax)
+            and not _rules.overlapping(where, WRITER.span(data))
+            and not _rules.overlapping(where, WRITER.span(indices))
+        ):
+            flat = eager_bounded(indices, shape[ax], opset, flat=True)
+            if flat is not None:  # else the flow reports the first bad index
+                WRITER.write(data, flat, ax, out)
+                return out
     return Backend.gather_out(backend, data, indices, axis, opset, out, WRITER)
 
 
@@ -77,17 +105,21 @@ class TorchOut(OutWriter):
         return bounds.read(index)
 
     def take_into(self, data: torch.Tensor, index: torch.Tensor, axis: int, out: Tensor) -> None:
-        if not out.numel():
-            return
+        if out.numel():
+            self.write(data, kernels.wrap(index.reshape(-1), data.shape[axis]), axis, out)
+
+    def write(self, data: torch.Tensor, flat: torch.Tensor, axis: int, out: Tensor) -> None:
+        """Write ``data`` gathered along ``axis`` at a checked, non-negative 1-D index into
+        a non-empty ``out``."""
         twin = kernels.BIT_TWIN.get(data.dtype)
         if twin is not None:  # uint16/32/64 have few kernels: the same bits as signed ints
             data, out = data.view(twin), out.view(twin)
         shape = data.shape
-        flat = kernels.wrap(index.reshape(-1), shape[axis])
         if out.is_contiguous() and data.is_contiguous():
             # written in place, viewed with the index as one dimension
-            dims = (*shape[:axis], flat.shape[0], *shape[axis + 1 :])
-            torch.index_select(data, axis, flat, out=out.view(dims))
+            if out.ndim != data.ndim:  # (else its shape is the flat index's already)
+                out = out.view(*shape[:axis], flat.shape[0], *shape[axis + 1 :])
+            torch.index_select(data, axis, flat, out=out)
         else:  # the forward's formulation, copied
             out.copy_(kernels.take(data, flat, axis).reshape(out.shape))
 
