@@ -141,6 +141,22 @@ def torch_forward_plan(contiguous: bool, data_elements: int, out_elements: int) 
     return "contiguous" if out_elements >= data_elements else "indexing"
 
 
+#: float16/bfloat16 gradients are summed in float32: over each distinct index once (after a
+#: ``torch.unique``, whose cost grows with the indices) where the data holds more than this
+#: many elements per index plus ``TORCH_HALF_DISTINCT_FIXED``, else in a float32 table of the
+#: data's shape (whose cost grows with the data).
+TORCH_HALF_DISTINCT_PER_INDEX = 512
+TORCH_HALF_DISTINCT_FIXED = 2**17
+
+
+def torch_half_grad_plan(data_elements: int, n_index: int) -> str:
+    """How a half-precision PyTorch gradient is summed in float32 and rounded once:
+    ``distinct`` (``torch.unique``, then the sums of the gradient's size written into
+    zeros) or ``float32`` (``index_add_`` into float32 zeros of the data's shape, rounded)."""
+    bound = TORCH_HALF_DISTINCT_PER_INDEX * n_index + TORCH_HALF_DISTINCT_FIXED
+    return "distinct" if data_elements > bound else "float32"
+
+
 def torch_backward_plan(index_dtype: str, device_type: str) -> str:
     """``index_add`` (``zeros.index_add_`` on the data's shape, index as given) or
     ``index_add_int64`` (the same after widening an int32 index, which the CPU kernel needs

@@ -84,6 +84,29 @@ def test_half_precision_backward_sums_in_float32(dtype):
     assert not table.grad[1:].any()
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize(
+    ("rows", "cols", "n", "plan"),
+    [(4, 3, 2000, "float32"), (3000, 2, 40, "float32"), (200_000, 2, 30, "distinct"),
+     (400_000, 1, 500, "distinct")],
+)  # fmt: skip
+def test_half_gather_grad_rounds_once_by_either_plan(dtype, rows, cols, n, plan):
+    """Half-precision gradients summed in float32 over a float32 table or over the distinct
+    indices (large tables): both equal the float64 sums rounded once, repeated ids included."""
+    from gatherx._strategy import torch_half_grad_plan
+
+    assert torch_half_grad_plan(rows * cols, n) == plan  # the case runs the plan it names
+    rng = np.random.default_rng(n)
+    ids = rng.integers(-rows, rows, n)
+    ids[: n // 2] = ids[0]  # half of them repeat one row
+    grad = torch.from_numpy(rng.integers(-8, 8, (n, cols)) / 10).to(dtype)
+    got = gatherx.gather_grad((rows, cols), torch.from_numpy(ids), grad)
+    want = np.zeros((rows, cols))
+    np.add.at(want, ids % rows, grad.double().numpy())
+    assert got.dtype == dtype
+    torch.testing.assert_close(got, torch.from_numpy(want).to(dtype), rtol=0, atol=0)
+
+
 class _Lookup(torch.nn.Module):
     def forward(self, table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
         return gatherx.gather(table, ids) * 2

@@ -7,7 +7,7 @@ import math
 import torch
 
 from ... import _policy, _rules
-from ..._strategy import torch_backward_plan, torch_forward_plan
+from ..._strategy import torch_backward_plan, torch_forward_plan, torch_half_grad_plan
 from .modes import functorch_active, plain_eager, tracing
 from .subclasses import is_dtensor, on_every_rank, replicated_everywhere
 
@@ -89,11 +89,12 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
         dims[axis : axis + k] = [flat.shape[0]]
         source = grad.reshape(dims)
     dtype = grad.dtype
+    shape = list(source.shape)
+    shape[axis] = size
     if dtype in _HALF:  # half precision would round every partial sum: add in float32
-        # Over the distinct indices only where the data has more slices than the gradient
-        # (unique's sort costs more than a float32 copy of a smaller table); eager code only,
-        # as unique's output size depends on the values.
-        if size > flat.shape[0] and plain_eager():
+        # (eager code only for the distinct sums: unique's output size depends on the values)
+        plan = torch_half_grad_plan(math.prod(shape), flat.shape[0])
+        if plan == "distinct" and plain_eager():
             return _half_scatter_add(source, flat, axis, size)
         source = source.float()
     else:
@@ -101,8 +102,6 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
         twin = BIT_TWIN.get(dtype)
         if twin is not None:
             source = source.view(twin)
-    shape = list(source.shape)
-    shape[axis] = size
     zeros = source.new_zeros(shape)
     if functorch_active():
         # vmap batches the index and not the gradient: zeros made from the gradient are not
