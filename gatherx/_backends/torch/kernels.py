@@ -47,23 +47,26 @@ def take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
         k = index.ndim
         if k != 1 and is_dtensor(index):
             index = replicated_everywhere(index)  # DTensor's reshape miscounts some shards
-        flat = index if k == 1 else index.reshape(-1)  # (a 0-d index would index as an int)
         size = source.shape[axis]
         plan = "index_select"
         # The TorchScript ONNX exporter replaces this body by one Gather node, but it still
         # traces it: the plain call keeps that trace simple.
         if not source.is_contiguous() and not tracing():
-            n_out = source.numel() // size * flat.shape[0] if size else 0
+            n_out = source.numel() // size * index.numel() if size else 0
             plan = torch_forward_plan(False, source.numel(), n_out)
-        if plan == "indexing":
-            out = source[(slice(None),) * axis + (flat,)]
+        if plan == "indexing" and k:  # the index's dimensions are the output's as given
+            out = source[(slice(None),) * axis + (index,)]
         else:
-            out = torch.index_select(source.contiguous() if plan == "contiguous" else source,
-                                     axis, flat)  # fmt: skip
-        if k == 0:
-            out = out.squeeze(axis)
-        elif k != 1:  # the index's dimensions in place of the axis (unflatten has no vmap rule)
-            out = out.view(_rules.output_shape(data.shape, index.shape, axis))
+            flat = index if k == 1 else index.reshape(-1)  # (a 0-d index indexes as an int)
+            if plan == "indexing":
+                out = source[(slice(None),) * axis + (flat,)]
+            else:
+                out = torch.index_select(source.contiguous() if plan == "contiguous" else source,
+                                         axis, flat)  # fmt: skip
+            if k == 0:
+                out = out.squeeze(axis)
+            elif k != 1:  # the index's dimensions in place of the axis (no vmap rule for unflatten)
+                out = out.view(_rules.output_shape(data.shape, index.shape, axis))
     return out if twin is None else out.view(data.dtype)
 
 
