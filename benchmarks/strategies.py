@@ -2,8 +2,8 @@
 
 Usage: python benchmarks/strategies.py SECTION [--repeats N] [--threads N]
 with SECTION one of numpy-forward, numpy-forward-strided, numpy-scalar, numpy-grad,
-torch-forward, torch-out, torch-backward, jax-forward, jax-vjp. Each prints, per shape it
-applies to, the median time of every formulation (interleaved rounds).
+numpy-half, torch-forward, torch-out, torch-backward, torch-half, jax-forward, jax-vjp. Each
+prints, per shape it applies to, the median time of every formulation (interleaved rounds).
 """
 
 from __future__ import annotations
@@ -49,6 +49,20 @@ EXTRA = (
     Case("out8-64k", (1000, 8), (65536,), 0),
 )
 SHAPES = (*CASES, *EXTRA)
+#: The half-precision gradients' shapes (the -half sections only): tables of a few rows to 64M
+#: elements, few indices and many.
+HALF = (
+    Case("half-48", (48,), (), 0, dtype="float16"),
+    Case("half-410", (410, 1), (6,), 0, dtype="float16"),
+    Case("half-2000", (2000,), (40,), 0, dtype="float16"),
+    Case("half-17x4", (17, 4), (2,), 0, dtype="float16"),
+    Case("half-24553", (24553,), (8288,), 0, dtype="float16"),
+    Case("half-62605", (62605,), (2455,), 0, dtype="float16"),
+    Case("half-45954x27", (45954, 27), (38,), 0, dtype="float16"),
+    Case("half-200000", (200000,), (30,), 0, dtype="float16"),
+    Case("half-7465282", (7465282,), (4,), 0, dtype="float16"),
+    Case("half-table", (1000000, 64), (4096,), 0, dtype="float16"),
+)
 
 
 def three_d(c: Case) -> tuple[int, int, int]:
@@ -276,6 +290,56 @@ def section_torch_backward(c: Case) -> dict[str, Callable[[], Any]]:
     return fns
 
 
+def section_torch_half(c: Case) -> dict[str, Callable[[], Any]]:
+    """float16 gradients summed in float32 and rounded once, by either plan of
+    ``half_grad_plan``, and float16's own ``index_add_`` for scale."""
+    import torch
+
+    x = make_inputs(c)
+    ax, shape = c.ax, c.data_shape
+    flat = torch.from_numpy(x.wrapped).reshape(-1)
+    g = torch.from_numpy(x.grad).view((*shape[:ax], flat.numel(), *shape[ax + 1 :]))
+
+    def distinct() -> torch.Tensor:
+        rows, slot = torch.unique(flat, return_inverse=True)
+        sums = g.new_zeros((*shape[:ax], rows.numel(), *shape[ax + 1 :]), dtype=torch.float32)
+        sums.index_add_(ax, slot, g.float())
+        return g.new_zeros(shape).index_copy_(ax, rows, sums.to(g.dtype))
+
+    return {
+        "distinct": distinct,
+        "float32 table": lambda: (
+            g.new_zeros(shape, dtype=torch.float32).index_add_(ax, flat, g.float()).to(g.dtype)
+        ),
+        "float16 index_add_": lambda: g.new_zeros(shape).index_add_(ax, flat, g),
+    }
+
+
+def section_numpy_half(c: Case) -> dict[str, Callable[[], Any]]:
+    """The same on NumPy: gatherx's two plans (the float32 one by the plan ``grad_by_plan``
+    picks for float32), and ``np.add.at`` in float16 itself for scale."""
+    from gatherx._backends import numpy as nb
+
+    x = make_inputs(c)
+    shape, ax = c.data_shape, c.ax
+    pre, s, post = three_d(c)
+    flat = x.wrapped.reshape(-1)
+    g = x.grad
+
+    def add_at() -> np.ndarray:
+        out = np.zeros(shape, g.dtype)
+        np.add.at(out, (*(slice(None),) * ax, x.wrapped), g)
+        return out
+
+    return {
+        "distinct": lambda: nb._half_distinct(shape, pre, s, post, flat, g),
+        "float32 table": lambda: nb.grad_by_plan(
+            None, shape, x.wrapped, g.astype(np.float32), ax
+        ).astype(g.dtype),
+        "float16 np.add.at": add_at,
+    }
+
+
 def _lax_take(d: Any, i: Any, axis: int, mode: Any) -> Any:
     from jax import lax
 
@@ -372,6 +436,8 @@ SECTIONS: dict[str, Callable[[Case], dict[str, Callable[[], Any]] | None]] = {
     "torch-forward": section_torch_forward,
     "torch-out": section_torch_out,
     "torch-backward": section_torch_backward,
+    "torch-half": section_torch_half,
+    "numpy-half": section_numpy_half,
     "jax-forward": section_jax_forward,
     "jax-vjp": section_jax_vjp,
 }
@@ -389,8 +455,9 @@ def main() -> None:
         import torch
 
         torch.set_num_threads(args.threads)
-    wanted = args.cases.split(",") if args.cases else [c.name for c in SHAPES]
-    for case in SHAPES:
+    shapes = HALF if args.section.endswith("-half") else SHAPES
+    wanted = args.cases.split(",") if args.cases else [c.name for c in shapes]
+    for case in shapes:
         if case.name not in wanted:
             continue
         fns = SECTIONS[args.section](case)

@@ -7,6 +7,23 @@ from __future__ import annotations
 
 import math
 
+# --------------------------------------------------------------------------- both
+#: float16/bfloat16 gradients are summed in float32, per backend: over each distinct index once
+#: (after a sort of the indices, whose cost grows with them) where the data holds more than
+#: this many elements per index plus a fixed count, else in a float32 table of the data's shape
+#: (whose cost grows with the data). NumPy's float32 table costs ~10x PyTorch's per element.
+HALF_DISTINCT_BEYOND = {"numpy": (8, 2**12), "torch": (512, 2**17)}
+
+
+def half_grad_plan(backend: str, data_elements: int, n_index: int) -> str:
+    """How a half-precision gradient is summed in float32 and rounded once on ``backend``
+    (``numpy`` or ``torch``): ``distinct`` (each distinct index's slices summed, at the
+    gradient's size, then written into zeros) or ``float32`` (a float32 table of the data's
+    shape, rounded)."""
+    per_index, fixed = HALF_DISTINCT_BEYOND[backend]
+    return "distinct" if data_elements > per_index * n_index + fixed else "float32"
+
+
 # --------------------------------------------------------------------------- NumPy
 # Forward: ndarray.take (np.take's copy loop without its Python wrapper) checks and maps each
 # index as it copies, a branch that random negative indices mispredict; where that per-index
@@ -139,22 +156,6 @@ def torch_forward_plan(contiguous: bool, data_elements: int, out_elements: int) 
     if contiguous:
         return "index_select"
     return "contiguous" if out_elements >= data_elements else "indexing"
-
-
-#: float16/bfloat16 gradients are summed in float32: over each distinct index once (after a
-#: ``torch.unique``, whose cost grows with the indices) where the data holds more than this
-#: many elements per index plus ``TORCH_HALF_DISTINCT_FIXED``, else in a float32 table of the
-#: data's shape (whose cost grows with the data).
-TORCH_HALF_DISTINCT_PER_INDEX = 512
-TORCH_HALF_DISTINCT_FIXED = 2**17
-
-
-def torch_half_grad_plan(data_elements: int, n_index: int) -> str:
-    """How a half-precision PyTorch gradient is summed in float32 and rounded once:
-    ``distinct`` (``torch.unique``, then the sums of the gradient's size written into
-    zeros) or ``float32`` (``index_add_`` into float32 zeros of the data's shape, rounded)."""
-    bound = TORCH_HALF_DISTINCT_PER_INDEX * n_index + TORCH_HALF_DISTINCT_FIXED
-    return "distinct" if data_elements > bound else "float32"
 
 
 def torch_backward_plan(index_dtype: str, device_type: str) -> str:

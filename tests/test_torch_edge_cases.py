@@ -93,9 +93,9 @@ def test_half_precision_backward_sums_in_float32(dtype):
 def test_half_gather_grad_rounds_once_by_either_plan(dtype, rows, cols, n, plan):
     """Half-precision gradients summed in float32 over a float32 table or over the distinct
     indices (large tables): both equal the float64 sums rounded once, repeated ids included."""
-    from gatherx._strategy import torch_half_grad_plan
+    from gatherx._strategy import half_grad_plan
 
-    assert torch_half_grad_plan(rows * cols, n) == plan  # the case runs the plan it names
+    assert half_grad_plan("torch", rows * cols, n) == plan  # the case runs the plan it names
     rng = np.random.default_rng(n)
     ids = rng.integers(-rows, rows, n)
     ids[: n // 2] = ids[0]  # half of them repeat one row

@@ -13,6 +13,7 @@ from .. import _errors, _rules
 from .._indices import PYTHON_TYPES, host_indices, plain_ndarray
 from .._strategy import (
     NUMPY_OUT_AS_GIVEN_INDICES,
+    half_grad_plan,
     numpy_forward_plan,
     numpy_grad_plan,
     numpy_scalar_plan,
@@ -309,7 +310,7 @@ def grad_by_plan(
         # Half precision would round every partial sum: add in float32, round once.
         if plan in ("rows", "elements") and n and pre * post:
             return _half_sums(plan, shape, pre, size, post, flat, grad)
-        if size > n and pre * post:  # sums of the gradient's size, not float32 tables
+        if pre * post and half_grad_plan("numpy", pre * size * post, n) == "distinct":
             return _half_distinct(shape, pre, size, post, flat, grad)
         wide = grad.astype(np.float32)
         return grad_by_plan(plan, shape, idx, wide, axis).astype(grad.dtype)

@@ -7,7 +7,7 @@ import math
 import torch
 
 from ... import _policy, _rules
-from ..._strategy import torch_backward_plan, torch_forward_plan, torch_half_grad_plan
+from ..._strategy import half_grad_plan, torch_backward_plan, torch_forward_plan
 from .modes import functorch_active, plain_eager, tracing
 from .subclasses import is_dtensor, on_every_rank, replicated_everywhere
 
@@ -96,7 +96,7 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
     shape[axis] = size
     if dtype in _HALF:  # half precision would round every partial sum: add in float32
         # (eager code only for the distinct sums: unique's output size depends on the values)
-        plan = torch_half_grad_plan(math.prod(shape), flat.shape[0])
+        plan = half_grad_plan("torch", math.prod(shape), flat.shape[0])
         if plan == "distinct" and plain_eager():
             return _half_scatter_add(source, flat, axis, size)
         source = source.float()
