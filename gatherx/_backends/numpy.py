@@ -223,6 +223,8 @@ def take_by_plan(plan: str | None, data: np.ndarray, index: np.ndarray, axis: in
         # byte order); Gather's output is an array of the data's dtype.
         return take_by_plan(plan, data, index.reshape(1), 0).reshape(())
     shape = data.shape
+    if index.size == 0:  # nothing to read (ndarray.take would still visit every outer row)
+        return np.empty(_rules.output_shape(shape, index.shape, axis), data.dtype)
     if plan is None:
         size, post = shape[axis], math.prod(shape[axis + 1 :])
         pre = data.size // (size * post) if size * post else math.prod(shape[:axis])
@@ -242,11 +244,10 @@ def take_by_plan(plan: str | None, data: np.ndarray, index: np.ndarray, axis: in
         key: tuple[Any, ...] = (*(slice(None),) * axis, index)
         return data[key]
     size, post = shape[axis], math.prod(shape[axis + 1 :])
-    if index.size == 0 or (
-        plan in ("rows1d", "doubled")
-        and (math.prod(shape[:axis]) != 1 or data.dtype.hasobject or not data.flags.c_contiguous)
+    if plan in ("rows1d", "doubled") and (
+        math.prod(shape[:axis]) != 1 or data.dtype.hasobject or not data.flags.c_contiguous
     ):
-        # Nothing to check; or views that need one outer row of contiguous plain bytes.
+        # views that need one outer row of contiguous plain bytes
         return data.take(index, axis)
     if plan == "rows1d":
         rows = data.reshape(size, post).view(np.dtype((np.void, post * data.itemsize)))
