@@ -76,8 +76,8 @@ def eager_bounded(
     if rank <= 1 and indices.numel() <= _rules.SMALL_HOST_INDEX:
         # read as Python ints: tolist() costs a third of numpy(), and nothing to make
         # where none is negative
-        values = indices.tolist()
-        listed = values if rank else [values]
+        values: Any = indices.tolist()  # ints, rank 0 or 1
+        listed: list[int] = values if rank else [values]
         wrapped_ints = _rules.wrapped_ints(listed, size, opset)
         if wrapped_ints is None:
             return None
