@@ -228,7 +228,8 @@ def test_first_call_with_out(framework, first, layout):
     assert len(errors) == 1, errors
 
 
-# A scalar index, and gather_grad under torch.func with batched indices and one gradient:
+# A scalar index, gather_grad eagerly and under torch.func with batched indices and one
+# gradient, and strided data at a 2-D index:
 # each mode's first call in a fresh process, then good and bad calls in alternation.
 SCALAR_SCRIPT = r"""
 import json, sys, warnings
@@ -247,6 +248,12 @@ def run(good):
             f = lambda i: torch.func.jacrev(
                 lambda g: gatherx.gather_grad((5,), i, g))(torch.ones(1))[..., 0]
         return torch.func.vmap(f)(idx)
+    if mode == "eager_grad":
+        idx = torch.tensor([0, -1] if good else [0, 5])
+        return gatherx.gather_grad((5,), idx, torch.ones(2))
+    if mode == "strided_2d":  # non-contiguous data read where it lies, a 2-D index as given
+        idx = torch.tensor([[-1], [0]] if good else [[-1], [4]])
+        return gatherx.gather(data.t(), idx, axis=1)
     value = -1 if good else 3
     if mode == "python":
         return gatherx.gather(data, value, axis=1)
@@ -285,6 +292,14 @@ SCALAR_MODES = {
     "grad": (GRAD_WANT, SCALAR_OOB),
     "compile": (DATA[:, -1], GRAPH_OOB),
     "vmap": (DATA[:, -1], "IndexError: gather: indices element out of data bounds, idx=3 must"),
+    "eager_grad": (
+        np.array([1.0, 0, 0, 0, 1]),
+        "IndexError: gather_grad: indices element out of data bounds, idx=5 at position (1,)",
+    ),
+    "strided_2d": (
+        np.take(DATA.T, [[-1], [0]], axis=1),
+        "IndexError: gather: indices element out of data bounds, idx=4 at position (1, 0)",
+    ),
     "vmap_grad": (np.eye(5)[[0, 4]], "IndexError: gather_grad: indices element out of data"),
     "jacrev_grad": (np.eye(5)[[0, 4]], "IndexError: gather_grad: indices element out of data"),
 }

@@ -50,14 +50,15 @@ class TorchBackend(Backend):
         if sparse:
             if compiling():
                 return _sparse_grad_eagerly(shape, indices, grad, axis)
-        elif eager_cpu_call(grad, indices, axis, _GRAD, shape := _rules.check_shape(shape)):
-            axis %= len(shape)
-            if grad.shape == _rules.output_shape(shape, indices.shape, axis) and indices.numel():
-                index = eager_bounded(indices, shape[axis], _GRAD)
-                if index is not None:  # else the flow reports the first bad index
-                    if grad.requires_grad and _grad_enabled():
-                        return autograd.apply_scatter_add(grad, index, axis, shape[axis])
-                    return kernels.scatter_add(grad, index, axis, shape[axis])
+        else:
+            shape = _rules.check_shape(shape)  # the flow's first check
+            if eager_cpu_call(grad, indices, axis, _GRAD, shape):
+                axis %= len(shape)
+                want = _rules.output_shape(shape, indices.shape, axis)
+                if grad.shape == want and indices.numel():
+                    index = eager_bounded(indices, shape[axis], _GRAD)
+                    if index is not None:  # else the flow reports the first bad index
+                        return self.scatter_add(shape, index, grad, axis)
         return super().gather_grad(shape, indices, grad, axis, sparse)
 
     # -- primitives -----------------------------------------------------------------------

@@ -83,8 +83,8 @@ def eager_bounded(
             return None
         if wrapped_ints is listed and (rank or not flat):
             return indices
-        one = wrapped_ints if rank or flat else wrapped_ints[0]
-        return torch.from_numpy(np.array(one, np.int64))
+        wrapped_array = np.array(wrapped_ints, np.int64)
+        return torch.from_numpy(wrapped_array if flat else wrapped_array.reshape(indices.shape))
     host = indices.numpy()
     wrapped = _rules.host_wrapped(host, size, opset)
     if wrapped is None:

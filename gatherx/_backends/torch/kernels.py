@@ -54,19 +54,16 @@ def take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
         if not source.is_contiguous() and not tracing():
             n_out = source.numel() // size * index.numel() if size else 0
             plan = torch_forward_plan(False, source.numel(), n_out)
-        if plan == "indexing" and k:  # the index's dimensions are the output's as given
-            out = source[(slice(None),) * axis + (index,)]
+        if plan == "indexing":  # the index's dimensions in place of the axis, as given
+            out = source[(slice(None),) * axis + (index if k else index.reshape(1),)]
         else:
-            flat = index if k == 1 else index.reshape(-1)  # (a 0-d index indexes as an int)
-            if plan == "indexing":
-                out = source[(slice(None),) * axis + (flat,)]
-            else:
-                out = torch.index_select(source.contiguous() if plan == "contiguous" else source,
-                                         axis, flat)  # fmt: skip
-            if k == 0:
-                out = out.squeeze(axis)
-            elif k != 1:  # the index's dimensions in place of the axis (no vmap rule for unflatten)
+            flat = index if k == 1 else index.reshape(-1)
+            out = torch.index_select(source.contiguous() if plan == "contiguous" else source,
+                                     axis, flat)  # fmt: skip
+            if k > 1:  # the index's dimensions in place of the axis (unflatten has no vmap rule)
                 out = out.view(_rules.output_shape(data.shape, index.shape, axis))
+        if k == 0:  # (a 0-d index would index as an int, a view: taken as one, then dropped)
+            out = out.squeeze(axis)
     return out if twin is None else out.view(data.dtype)
 
 
