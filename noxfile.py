@@ -74,13 +74,38 @@ def pytest(session: nox.Session, *args: str, require: str, **env: str) -> None:
 TEST_TOOLS = [COVERAGE, "pytest-xdist>=3.2"]
 
 
-@nox.session(python=PYTHON)
-@nox.parametrize("backend", list(BACKEND_DEPS))
+def pyenv_python(version: str) -> str:
+    """The newest pyenv-installed interpreter of ``version`` ("3.10"): pyenv's shims run only
+    the active version. Elsewhere ``version`` itself, for nox to find on PATH."""
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    found = [p for p in root.glob(f"versions/{version}.*/bin/python{version}")
+             if re.fullmatch(r"\d+\.\d+\.\d+", p.parents[1].name)]  # fmt: skip
+    if not found:
+        return version
+    return str(max(found, key=lambda p: [int(n) for n in p.parents[1].name.split(".")]))
+
+
+#: The newest Python: the backends whose wheels it has run there (torch's CPU wheel on disk is
+#: for 3.11 only), with the newest NumPy and JAX the registry has; the floors run in `oldest`
+#: and `oldest_jax`, on 3.10 and 3.11.
+NEWEST = pyenv_python("3.13")
+TEST_PYTHON = {"numpy": NEWEST, "torch": PYTHON, "jax": NEWEST, "array_api_strict": NEWEST}
+
+
+@nox.session
+@nox.parametrize(
+    "python,backend",
+    [(TEST_PYTHON[b], b) for b in BACKEND_DEPS],
+    ids=[f"backend={b!r}" for b in BACKEND_DEPS],
+)
 def tests(session: nox.Session, backend: str) -> None:
-    """The tests of one backend, with only what that backend needs installed: the NumPy
-    session also runs those that need no framework."""
+    """The tests of one backend, with only what that backend needs installed, on the newest
+    Python it has a wheel for: the NumPy session also runs those that need no framework, the
+    JAX session the sharded tests too."""
     install(session, "-e", ".[test]", *BACKEND_DEPS[backend], *TEST_TOOLS)
     backend_suite(session, backend)
+    if backend == "jax":
+        sharded_suite(session)
 
 
 def backend_suite(session: nox.Session, backends: str) -> None:
@@ -102,17 +127,6 @@ def sharded_suite(session: nox.Session) -> None:
            XLA_FLAGS="--xla_force_host_platform_device_count=4")  # fmt: skip
 
 
-def pyenv_python(version: str) -> str:
-    """The newest pyenv-installed interpreter of ``version`` ("3.10"): pyenv's shims run only
-    the active version. Elsewhere ``version`` itself, for nox to find on PATH."""
-    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    found = [p for p in root.glob(f"versions/{version}.*/bin/python{version}")
-             if re.fullmatch(r"\d+\.\d+\.\d+", p.parents[1].name)]  # fmt: skip
-    if not found:
-        return version
-    return str(max(found, key=lambda p: [int(n) for n in p.parents[1].name.split(".")]))
-
-
 @nox.session(python=pyenv_python("3.10"))
 def oldest(session: nox.Session) -> None:
     """The floors pyproject.toml declares: Python 3.10, NumPy 1.26 and array-api-compat 1.9,
@@ -126,15 +140,6 @@ def oldest_jax(session: nox.Session) -> None:
     """JAX's floor, 0.7.2 (with NumPy 2.0, the oldest it takes), sharded tests included."""
     install(session, "-e", ".[test]", "jax==0.7.2", "jaxlib==0.7.2", "numpy==2.0.2", *TEST_TOOLS)
     backend_suite(session, "jax")
-    sharded_suite(session)
-
-
-@nox.session(python=pyenv_python("3.13"))
-def newest(session: nox.Session) -> None:
-    """The newest Python with the newest NumPy and JAX the registry has (no torch: its CPU
-    wheel on disk is for Python 3.11)."""
-    install(session, "-e", ".[test]", "jax", *TEST_TOOLS)
-    backend_suite(session, "numpy,array_api_strict,jax")
     sharded_suite(session)
 
 
@@ -319,7 +324,6 @@ nox.options.sessions = [
     "tests",
     "oldest",
     "oldest_jax",
-    "newest",
     "libraries",
     "lint",
     "distributed",

@@ -74,6 +74,26 @@ def test_numpy_gather_loads_no_framework():
     assert result.stdout.strip() == "[]", result.stderr
 
 
+def test_eager_torch_calls_load_no_compiler():
+    """Dynamo takes a second to import: plain eager programs never pay for it."""
+    need("torch")
+    code = (
+        "import sys, torch, gatherx\n"
+        "from gatherx.torch import Gather\n"
+        "leaf = torch.ones(4, 3, requires_grad=True)\n"
+        "i = torch.tensor([2, -1])\n"
+        "gatherx.gather(leaf, i).sum().backward()\n"
+        "gatherx.gather(leaf, i, sparse_grad=True).sum().backward()\n"
+        "Gather(axis=1)(leaf, i).sum().backward()\n"
+        "gatherx.gather(leaf.detach(), i, out=torch.empty(2, 3))\n"
+        "gatherx.gather_grad((4, 3), i, torch.ones(2, 3))\n"
+        "print(sorted(m for m in ('torch._dynamo', 'torch._inductor') if m in sys.modules))"
+    )
+    result = run("-c", code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
 def test_check_passes_on_installed_backends():
     need("onnx")
     result = run("-m", "gatherx", "check")

@@ -68,40 +68,46 @@ def _spawn(scenario: str, world: int, tmp_path) -> list[Any]:
 
 def _equivalence(rank: int, world: int) -> str:
     """Every placement of data and indices on a 1-D mesh (2 ranks) or a 2-D one (2 x 2):
-    values and gradients, as full tensors, equal index_select's on the full tensors."""
+    values and gradients, as full tensors, equal index_select's on the full tensors. Every
+    data placement takes NumPy indices on every axis; with DTensor indices, every pair of
+    placements on the 1-D mesh takes every axis, and on the 2-D mesh (81 pairs, four ranks)
+    one axis each, in turn, so that each data placement meets every axis."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import Replicate, Shard, distribute_tensor
 
     mesh = init_device_mesh("cpu", (world,) if world == 2 else (2, world // 2))
     kinds = [Replicate(), Shard(0), Shard(1)]
     choices = [[k] for k in kinds] if mesh.ndim == 1 else [[a, b] for a in kinds for b in kinds]
+    axes = (0, 1, -1)
+    runs = [(d, None, axis, "numpy") for d in choices for axis in axes]  # indices unplaced
+    for a, d in enumerate(choices):
+        for b, i in enumerate(choices):
+            turn = axes if mesh.ndim == 1 else [axes[(a + b) % 3]]
+            runs += [(d, i, axis, "dtensor") for axis in turn]
     gen = torch.Generator().manual_seed(0)
     table = torch.randn(8, 6, dtype=torch.float64, generator=gen)
     raw = torch.tensor([[0, 3, -1, 5], [-6, 2, 5, 1]])
     failures = []
-    for data_pl in choices:
-        for index_pl in choices:
-            for axis in (0, 1, -1):
-                for kind in ("dtensor", "numpy"):
-                    size = table.shape[axis]
-                    ids = raw % size - (raw < 0) * size  # both signs, in range
-                    wrapped = ids % size
-                    case = f"data {data_pl} indices {index_pl} axis {axis} {kind}"
-                    data = distribute_tensor(table, mesh, data_pl).requires_grad_()
-                    given = (distribute_tensor(ids, mesh, index_pl) if kind == "dtensor"
-                             else ids.numpy())  # fmt: skip
-                    out = gatherx.gather(data, given, axis=axis)
-                    full = table.clone().requires_grad_()
-                    want = torch.index_select(full, axis % 2, wrapped.reshape(-1))
-                    want = want.reshape(out.shape)
-                    out.pow(2).sum().backward()
-                    want.pow(2).sum().backward()
-                    if not isinstance(out, type(data)):
-                        failures.append(f"{case}: result {type(out).__name__}")
-                    elif not torch.equal(out.full_tensor(), want.detach()):
-                        failures.append(f"{case}: values")
-                    elif not torch.allclose(data.grad.full_tensor(), full.grad):
-                        failures.append(f"{case}: gradient")
+    for data_pl, index_pl, axis, kind in runs:
+        size = table.shape[axis]
+        ids = raw % size - (raw < 0) * size  # both signs, in range
+        wrapped = ids % size
+        case = f"data {data_pl} indices {index_pl} axis {axis} {kind}"
+        data = distribute_tensor(table, mesh, data_pl).requires_grad_()
+        given = (distribute_tensor(ids, mesh, index_pl) if kind == "dtensor"
+                 else ids.numpy())  # fmt: skip
+        out = gatherx.gather(data, given, axis=axis)
+        full = table.clone().requires_grad_()
+        want = torch.index_select(full, axis % 2, wrapped.reshape(-1))
+        want = want.reshape(out.shape)
+        out.pow(2).sum().backward()
+        want.pow(2).sum().backward()
+        if not isinstance(out, type(data)):
+            failures.append(f"{case}: result {type(out).__name__}")
+        elif not torch.equal(out.full_tensor(), want.detach()):
+            failures.append(f"{case}: values")
+        elif not torch.allclose(data.grad.full_tensor(), full.grad):
+            failures.append(f"{case}: gradient")
     grad = distribute_tensor(torch.ones(2, 2, 4, dtype=torch.float64), mesh, choices[1])
     ids = distribute_tensor(torch.tensor([[0, 5], [-1, 5]]), mesh, choices[0])
     dense = gatherx.gather_grad((6, 4), ids, grad).full_tensor()

@@ -41,7 +41,9 @@ class TorchBackend(Backend):
         if not compiling():
             return self.gather(data, indices, axis, opset, True)
         if data.requires_grad and _grad_enabled():
-            return _sparse_gather_eagerly(data, indices, axis, opset)
+            from . import eager_sparse  # loads Dynamo, which is tracing this call already
+
+            return eager_sparse.gather(self, data, indices, axis, opset)
         return self.gather(data, indices, axis, opset)  # in the graph: no gradient to make
 
     def gather_grad(
@@ -49,7 +51,9 @@ class TorchBackend(Backend):
     ) -> Any:
         if sparse:
             if compiling():
-                return _sparse_grad_eagerly(shape, indices, grad, axis)
+                from . import eager_sparse
+
+                return eager_sparse.gather_grad(self, shape, indices, grad, axis)
         else:
             shape = _rules.check_shape(shape)  # the flow's first check
             if eager_cpu_call(grad, indices, axis, _GRAD, shape):
@@ -162,19 +166,3 @@ def _refuse_layouts(x: torch.Tensor, fn: str, role: str) -> None:
 
 #: The one instance the dispatch uses.
 BACKEND = TorchBackend()
-
-# A compiled call runs these eagerly (a graph break; under fullgraph=True, Dynamo's error with
-# this reason): Dynamo's graphs hold no sparse tensor.
-_EAGER = torch.compiler.disable(
-    reason="gatherx makes sparse gradients outside compiled graphs, which hold no sparse tensor"
-)
-
-
-@_EAGER
-def _sparse_gather_eagerly(data: Any, indices: Any, axis: Any, opset: Any) -> Any:
-    return BACKEND.gather(data, indices, axis, opset, True)
-
-
-@_EAGER
-def _sparse_grad_eagerly(shape: Any, indices: Any, grad: Any, axis: Any) -> Any:
-    return Backend.gather_grad(BACKEND, shape, indices, grad, axis, True)
