@@ -225,6 +225,20 @@ def test_compile_runs_the_sparse_gather_eagerly(compiler):
     assert torch.equal(w.grad.to_dense(), v.grad.to_dense())
 
 
+@pytest.mark.parametrize("compiler", ["eager", "inductor"])
+def test_compile_runs_the_sparse_gather_grad_eagerly(compiler):
+    torch._dynamo.reset()
+    grad = torch.arange(6.0).reshape(3, 2)
+
+    def scaled(g, ids):
+        return gatherx.gather_grad((4, 2), ids, g * 2, sparse=True)
+
+    got = torch.compile(scaled, backend=compiler)(grad, torch.tensor([1, -1, 1]))
+    want = torch.zeros(4, 2).index_add_(0, torch.tensor([1, 3, 1]), grad * 2)
+    assert got.layout is torch.sparse_coo
+    assert torch.equal(got.to_dense(), want)
+
+
 def test_compile_fullgraph_says_why():
     torch._dynamo.reset()
     w = torch.randn(4, 2, requires_grad=True)

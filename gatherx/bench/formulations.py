@@ -285,7 +285,6 @@ def torch_entries(x: Inputs, device: str) -> list[Entry]:
         return tg.new_zeros(c.data_shape).index_add_(ax, ti.reshape(-1), source)
 
     gx = partial(gatherx.gather, axis=c.axis)
-    floor = minimal_function()  # made once: a class made per call would time its making
     tout = torch.from_numpy(x.out).to(dev)  # a finished result, copied by "allocating copy"
     obuf = torch.empty_like(tout)  # the out= buffer, one for all (see numpy_out_entries)
     fshape = (*c.data_shape[:ax], ti.numel(), *c.data_shape[ax + 1 :])
@@ -310,7 +309,7 @@ def torch_entries(x: Inputs, device: str) -> list[Entry]:
          fwd_bwd(lambda t: torch.index_select(t, ax, ti.reshape(-1)).view(oshape))),
         ("forward+backward", "advanced indexing autograd", "native", fwd_bwd(lambda t: t[key])),
         ("forward+backward", "minimal autograd.Function", "floor",
-         fwd_bwd(lambda t: floor.apply(t, ti.reshape(-1), ax).view(oshape))),
+         fwd_bwd(lambda t: minimal_function().apply(t, ti.reshape(-1), ax).view(oshape))),
         ("gather_grad", "gatherx", "gatherx",
          lambda: gatherx.gather_grad(c.data_shape, tn, tg, axis=c.axis)),
         ("gather_grad", "zeros + index_add_", "native", index_add),

@@ -4,11 +4,14 @@ graphs hold no sparse tensor. Imported only when a compiler traces a sparse call
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ..base import Backend
+
+if TYPE_CHECKING:
+    from . import TorchBackend
 
 # Under fullgraph=True, Dynamo's error names this reason.
 _EAGER = torch.compiler.disable(
@@ -17,10 +20,10 @@ _EAGER = torch.compiler.disable(
 
 
 @_EAGER
-def gather(backend: Backend, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
+def gather(backend: TorchBackend, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
     return backend.gather(data, indices, axis, opset, True)
 
 
 @_EAGER
-def gather_grad(backend: Backend, shape: Any, indices: Any, grad: Any, axis: Any) -> Any:
+def gather_grad(backend: TorchBackend, shape: Any, indices: Any, grad: Any, axis: Any) -> Any:
     return Backend.gather_grad(backend, shape, indices, grad, axis, True)
