@@ -1,9 +1,11 @@
 """Time the alternative formulations behind gatherx/_strategy.py, one backend section at a time.
 
-Usage: python benchmarks/strategies.py SECTION [--repeats N] [--threads N]
+Usage: python benchmarks/strategies.py SECTION [--repeats N] [--threads N] [--sweep SEED]
 with SECTION one of numpy-forward, numpy-forward-strided, numpy-scalar, numpy-grad,
 numpy-half, torch-forward, torch-out, torch-backward, torch-half, jax-forward, jax-vjp. Each
 prints, per shape it applies to, the median time of every formulation (interleaved rounds).
+With --sweep SEED, the shapes are the random cases ``gatherx bench --sweep 300 --seed SEED``
+draws whose output holds at least 16 KiB (strided ones included).
 """
 
 from __future__ import annotations
@@ -450,12 +452,23 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
     parser.add_argument("--cases", default=None, help="comma-separated shape names")
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall")
+    parser.add_argument(
+        "--sweep",
+        type=int,
+        default=None,
+        metavar="SEED",
+        help="the sweep's random cases of this seed, outputs of 16 KiB or more",
+    )
     args = parser.parse_args()
     if args.threads is not None:
         import torch
 
         torch.set_num_threads(args.threads)
     shapes = HALF if args.section.endswith("-half") else SHAPES
+    if args.sweep is not None:
+        from gatherx.bench.sweep import draw_cases
+
+        shapes = tuple(c for c in draw_cases(300, args.sweep) if c.out_bytes >= 2**14)
     wanted = args.cases.split(",") if args.cases else [c.name for c in shapes]
     for case in shapes:
         if case.name not in wanted:

@@ -47,6 +47,13 @@ NUMPY_DOUBLED_DATA_SHARE = 8
 NUMPY_WRAP_ROW_BYTES = 16
 #: A scalar index with ``pre > 1`` and rows at least this long: ``slice_copy``.
 NUMPY_SCALAR_COPY_ROW_BYTES = 4096
+#: Columns (``post == 1``) of at least this many outer rows, where the indices times the
+#: outer rows' bytes (``size * itemsize``) are at most ``NUMPY_COLUMNS_FANCY_BYTES``: ``fancy``.
+NUMPY_COLUMNS_MIN_ROWS = 1024
+NUMPY_COLUMNS_FANCY_BYTES = 256
+#: Non-contiguous data, an output at least this many times its size: the data copied
+#: (by ``ndarray.take`` itself, or first), then the contiguous data's plan.
+NUMPY_COPY_OUTPUT_SHARE = 4
 
 
 def numpy_forward_plan(
@@ -63,10 +70,24 @@ def numpy_forward_plan(
     - ``doubled``: ``ndarray.take`` on the data repeated twice along the axis, at the
       indices plus ``size``, in [0, 2 size - 1] exactly for valid indices, as the maximum of
       the sum read as unsigned integers checks (one pass over the index and a reduction).
-    - ``fancy``: fancy indexing, which reads strided data where it lies; ``ndarray.take``
-      would first copy all of non-``contiguous`` data.
+    - ``fancy``: fancy indexing, which reads strided data where it lies (``ndarray.take``
+      would first copy all of non-``contiguous`` data), and copies a few columns
+      (``post == 1``) of many short outer rows in one strided pass each, where
+      ``ndarray.take`` steps through every (outer row, index) pair; on long rows (a column
+      of a (4096, 4096) matrix) or many columns, ``ndarray.take``'s one pass over the rows
+      reads less memory.
+
+    Non-contiguous data takes the contiguous data's plan where the output is at least
+    ``NUMPY_COPY_OUTPUT_SHARE`` times its size (the copy of the data then costs at most a
+    quarter of the output's), else ``fancy``.
     """
-    if not contiguous:
+    if (
+        post == 1
+        and pre >= NUMPY_COLUMNS_MIN_ROWS
+        and n_index * size * itemsize <= NUMPY_COLUMNS_FANCY_BYTES
+    ):
+        return "fancy"
+    if not contiguous and n_index < NUMPY_COPY_OUTPUT_SHARE * size:
         return "fancy"
     out = pre * n_index * post
     if out < NUMPY_PLAN_MIN_OUTPUT:

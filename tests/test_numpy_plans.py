@@ -122,6 +122,11 @@ BRANCHES = [
     ("wrap", (64, 300, 1), 1, 512),  # last axis
     ("wrap", (64, 300, 4), 1, 512),  # 16-byte rows, pre > 1
     ("raise", (64, 300, 8), 1, 512),  # 32-byte rows, pre > 1
+    ("fancy", (8192, 32), 1, 2),  # a few columns of many short rows (256 bytes)
+    ("raise", (1000, 32), 1, 2),  # too few rows (and a small output)
+    ("wrap", (8192, 32), 1, 3),  # too many columns for their rows' length
+    ("wrap", (8192, 64), 1, 2),  # rows too long for as many columns
+    ("wrap", (8192, 32, 2), 1, 2),  # not columns
 ]
 
 
@@ -129,7 +134,9 @@ BRANCHES = [
 def test_auto_plan_branches(plan, shape, axis, n):
     pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
     assert st.numpy_forward_plan(pre, shape[axis], n, post, 4) == plan
-    assert st.numpy_forward_plan(pre, shape[axis], n, post, 4, contiguous=False) == "fancy"
+    # non-contiguous data: copied where the output is at least 4x as large
+    copied = plan if n >= 4 * shape[axis] else "fancy"
+    assert st.numpy_forward_plan(pre, shape[axis], n, post, 4, contiguous=False) == copied
     data = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
     idx = indices_for(shape[axis], (n,), "int64", seed=4)
     np.testing.assert_array_equal(gatherx.gather(data, idx, axis=axis), np.take(data, idx, axis))
@@ -172,8 +179,9 @@ def test_empty_indices_on_every_plan():
 )
 @pytest.mark.parametrize("contiguous", [True, False])
 def test_forward_allocates_the_output_and_nothing_of_its_size(shape, axis, n, contiguous):
-    """No plan copies the data or builds an output-sized index: at most the output plus an
-    index-sized buffer (the doubled plan's shifted indices) and the doubled data."""
+    """No plan builds an output-sized index or copies the data, but non-contiguous data for
+    an output at least 4x its size: at most the output plus an index-sized buffer (the
+    doubled plan's shifted indices), the doubled data and that copy."""
     data = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
     if not contiguous:
         data = np.repeat(data, 2, axis=-1)[..., ::2]
@@ -186,7 +194,8 @@ def test_forward_allocates_the_output_and_nothing_of_its_size(shape, axis, n, co
     finally:
         tracemalloc.stop()
     extra = peak - out.nbytes
-    assert extra <= idx.nbytes + 2 * data.nbytes * contiguous + 64 * 1024
+    copied = not contiguous and n >= 4 * shape[axis]
+    assert extra <= idx.nbytes + 2 * data.nbytes * (contiguous or copied) + 64 * 1024
     assert extra < out.nbytes / 2
     np.testing.assert_array_equal(out, np.take(data, idx, axis=axis))
 
@@ -217,3 +226,25 @@ def test_half_gather_grad_of_few_slices_works_at_their_size(dtype, shape, index,
     np.add.at(expected, key, grad.astype(np.float32))
     assert out.dtype == grad.dtype
     np.testing.assert_array_equal(out, expected.astype(half))
+
+
+@pytest.mark.parametrize(("index", "axis"), [([[3, -1], [0, -200]], 1), (-7, 1), ([5, -9], 0)])
+def test_out_from_non_contiguous_data_reads_it_where_it_lies(index, axis):
+    """``out=`` from a strided view far larger than the output: no copy of the data (which
+    ``ndarray.take(out=)`` makes), the values of ``np.take``, and ``out`` returned."""
+    data = np.arange(2 * 400_000, dtype=np.float64)[::2].reshape(2000, 200)
+    assert not data.flags.c_contiguous
+    idx = np.asarray(index)
+    want = np.take(data, idx % data.shape[axis], axis=axis)
+    out = np.full(want.shape, np.nan)
+    gatherx.gather(data, idx, axis=axis, out=out)
+    out[...] = np.nan
+    tracemalloc.start()
+    try:
+        got = gatherx.gather(data, idx, axis=axis, out=out)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got is out
+    assert peak <= out.nbytes + 64 * 1024 < data.nbytes / 4
+    np.testing.assert_array_equal(out, want)

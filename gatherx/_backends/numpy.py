@@ -122,7 +122,8 @@ class NumpyBackend(Backend):
 
 class _NumpyOut(OutWriter):
     """``out=`` for NumPy: ``ndarray.take(out=)`` in mode "wrap", after gatherx's own check
-    (mode "raise" copies ``out`` first, so that an error leaves it as it was: 2x slower)."""
+    (mode "raise" copies ``out`` first, so that an error leaves it as it was: 2x slower);
+    where the forward's plan is fancy indexing, a result no larger than the data, copied."""
 
     def accept(self, data: np.ndarray, out: Any, fn: str) -> np.ndarray:
         if not isinstance(out, np.ndarray):
@@ -168,6 +169,11 @@ class _NumpyOut(OutWriter):
         self, data: np.ndarray, index: np.ndarray, axis: int, out: np.ndarray, low: int, plan: str
     ) -> None:
         """A checked ``index`` (minimum ``low``, -1 if unread) written by ``plan``."""
+        if plan == "fancy" and index.size <= data.shape[axis] and not data.flags.c_contiguous:
+            # ndarray.take would copy the whole data first; fancy indexing reads it where it
+            # lies, into a result no larger than that copy, then copied into out
+            np.copyto(out, data[(slice(None),) * axis + (index,)])
+            return
         # mode "wrap" reads a negative index as counted from the end; its per-index branch
         # costs only on many indices of both signs. On one slice it copies a strided column
         # 2x faster than np.copyto (docs/performance_details.md).
@@ -215,8 +221,10 @@ def take_by_plan(plan: str | None, data: np.ndarray, index: np.ndarray, axis: in
 
     On non-empty data every plan raises IndexError if an index lies outside [-s, s-1] and
     otherwise gives ``np.take``'s result, an array of the data's dtype (rank 0 included).
-    The output is the one array of its size allocated: no plan copies the data or builds
-    an index of the output's size.
+    The output is the one array of its size allocated: no plan builds an index of the
+    output's size, and none copies the data but ``ndarray.take`` on non-contiguous data,
+    which the automatic choice gives only an output at least
+    :data:`gatherx._strategy.NUMPY_COPY_OUTPUT_SHARE` times the data's size.
     """
     if index.ndim == 0 and data.ndim == 1:
         # A scalar comes back here, and a 0-d array of it may change its dtype (objects,
@@ -244,11 +252,10 @@ def take_by_plan(plan: str | None, data: np.ndarray, index: np.ndarray, axis: in
         key: tuple[Any, ...] = (*(slice(None),) * axis, index)
         return data[key]
     size, post = shape[axis], math.prod(shape[axis + 1 :])
-    if plan in ("rows1d", "doubled") and (
-        math.prod(shape[:axis]) != 1 or data.dtype.hasobject or not data.flags.c_contiguous
-    ):
-        # views that need one outer row of contiguous plain bytes
-        return data.take(index, axis)
+    if plan in ("rows1d", "doubled"):
+        if math.prod(shape[:axis]) != 1 or data.dtype.hasobject:
+            return data.take(index, axis)  # views that need one outer row of plain bytes
+        data = np.ascontiguousarray(data)  # as ndarray.take copies non-contiguous data
     if plan == "rows1d":
         rows = data.reshape(size, post).view(np.dtype((np.void, post * data.itemsize)))
         out = rows.reshape(size)[index].view(data.dtype)
