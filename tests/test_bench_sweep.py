@@ -216,6 +216,22 @@ def _check_sweep(text: str, payload: dict, backend: str) -> None:
         assert s["cases"] == len(ratios)
         assert s["worst"] == max(ratios)
         assert s["median"] == pytest.approx(float(np.median(ratios)))
+        # the calls whose best native takes 20 us or more, where the copy takes the time
+        slow = [
+            r["ratio"]
+            for r in results
+            if (r["backend"], r["task"]) == (backend, s["task"]) and r["best"] >= 20e-6
+        ]
+        assert s["slow"] == len(slow) == s["cases"] - s["fast"]
+        if slow:
+            assert s["slow_median"] == pytest.approx(float(np.median(slow)))
+            assert s["slow_p95"] == pytest.approx(float(np.percentile(slow, 95)))
+        else:
+            assert math.isnan(s["slow_median"])
+            assert math.isnan(s["slow_p95"])
+        cells = [f"{v:.3f}" if slow else "-" for v in (s["slow_median"], s["slow_p95"])]
+        row = next(line for line in table.splitlines() if f"| {backend} | {s['task']} | " in line)
+        assert row.endswith(f"| {s['slow']} | {cells[0]} | {cells[1]} |")
 
 
 def test_tiny_sweep_on_numpy_prints_percentiles_and_writes_its_times(tmp_path, capsys):

@@ -201,8 +201,9 @@ def results_of(
 
 @dataclass
 class Stats:
-    """The sweep's summary of one backend's task: percentiles of gatherx / best native, and
-    of gatherx's extra time on the calls whose best native takes under `FAST_CALL`."""
+    """The sweep's summary of one backend's task: percentiles of gatherx / best native, over
+    all calls and over those whose best native takes `FAST_CALL` or more (where the copy,
+    not the call, takes the time), and of gatherx's extra time on the others."""
 
     backend: str
     task: str
@@ -214,6 +215,9 @@ class Stats:
     fast: int
     extra_median: float
     extra_p95: float
+    slow: int = 0
+    slow_median: float = math.nan
+    slow_p95: float = math.nan
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -237,10 +241,11 @@ def statistics_of(records: Sequence[Mapping[str, Any]]) -> list[Stats]:
         group = groups[backend, task]
         ratios = [float(r["ratio"]) for r in group]
         extra = [float(r["gatherx"]) - float(r["best"]) for r in group if r["best"] < FAST_CALL]
+        slow = [float(r["ratio"]) for r in group if r["best"] >= FAST_CALL]
         out.append(Stats(
             backend, task, len(ratios), percentile(ratios, 50), percentile(ratios, 90),
             percentile(ratios, 95), max(ratios), len(extra), percentile(extra, 50),
-            percentile(extra, 95),
+            percentile(extra, 95), len(slow), percentile(slow, 50), percentile(slow, 95),
         ))  # fmt: skip
     return out
 
@@ -249,18 +254,24 @@ def _us(seconds: float) -> str:
     return "-" if math.isnan(seconds) else f"{seconds * 1e6:+.1f} us"
 
 
+def _ratio(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.3f}"
+
+
 def stats_table(stats: Sequence[Stats]) -> str:
     """The percentile table: one line per backend and task."""
+    us = f"{FAST_CALL * 1e6:.0f} us"
     lines = [
         "| backend | task | cases | median | 90th pct | 95th pct | max | "
-        f"calls, best < {FAST_CALL * 1e6:.0f} us | their extra: median | 95th pct |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"calls, best < {us} | their extra: median | 95th pct | "
+        f"calls, best >= {us} | their ratio: median | 95th pct |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in stats:
         lines.append(
             f"| {s.backend} | {s.task} | {s.cases} | {s.median:.3f} | {s.p90:.3f} | "
             f"{s.p95:.3f} | {s.worst:.3f} | {s.fast} | {_us(s.extra_median)} | "
-            f"{_us(s.extra_p95)} |"
+            f"{_us(s.extra_p95)} | {s.slow} | {_ratio(s.slow_median)} | {_ratio(s.slow_p95)} |"
         )
     return "\n".join(lines)
 
