@@ -102,6 +102,33 @@ def numpy_forward_plan(
     return "wrap" if row <= NUMPY_WRAP_ROW_BYTES else "raise"
 
 
+def numpy_out_plan(
+    pre: int,
+    size: int,
+    n_index: int,
+    post: int,
+    itemsize: int,
+    contiguous: bool,
+    scalar: bool,
+    plain: bool,
+) -> str:
+    """The NumPy ``out=`` formulation: :func:`numpy_forward_plan`'s, written into ``out``.
+
+    - ``fancy``: fancy indexing of non-``contiguous`` data into a result no larger than the
+      data, then copied into ``out``, where ``ndarray.take(out=)`` would first copy the
+      whole data; fancy indexing elsewhere becomes ``wrap``, which allocates nothing.
+    - ``doubled``: only on one outer row of ``plain`` bytes (no objects) at a non-``scalar``
+      index, where its view applies; ``raise`` otherwise.
+    - the others: ``ndarray.take(out=)`` as :func:`numpy_forward_plan` names them.
+    """
+    plan = numpy_forward_plan(pre, size, n_index, post, itemsize, contiguous)
+    if plan == "fancy":
+        return "fancy" if not contiguous and n_index <= size else "wrap"
+    if plan == "doubled" and (pre != 1 or not plain or scalar):
+        return "raise"
+    return plan
+
+
 def numpy_scalar_plan(pre: int, row_bytes: int) -> str:
     """``slice_copy`` or ``take`` for NumPy data viewed as ``(pre, size, post)`` at a scalar
     index, ``row_bytes = post * itemsize``.

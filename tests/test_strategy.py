@@ -156,6 +156,38 @@ def test_numpy_forward_matches_take(shape, indices, axis):
 
 
 @pytest.mark.parametrize(
+    ("args", "plan"),
+    [
+        # (pre, size, n, post, itemsize, contiguous, scalar index, plain bytes)
+        ((4, 1000, 500, 1, 4, False, False, True), "fancy"),  # strided, output <= data
+        ((4, 1000, 1001, 1, 4, False, False, True), "wrap"),  # output > data: no temporary
+        ((8192, 32, 2, 1, 4, True, False, True), "wrap"),  # columns: no temporary
+        ((1, 1000, 20000, 8, 4, True, False, True), "doubled"),
+        ((1, 1000, 20000, 8, 4, False, False, True), "doubled"),  # output >= 4x the data
+        ((1, 1000, 20000, 8, 4, True, True, True), "raise"),  # a scalar index
+        ((1, 1000, 20000, 8, 4, True, False, False), "raise"),  # objects
+        ((64, 300, 512, 1, 4, True, False, True), "wrap"),
+    ],
+)
+def test_numpy_out_plan_branches(args, plan):
+    """``out=`` takes the forward's plan, but fancy indexing only from non-contiguous data
+    into a temporary no larger than it, and the doubled rows only where their view applies;
+    every branch writes ``np.take``'s values."""
+    assert st.numpy_out_plan(*args) == plan
+    pre, size, n, post, _, contiguous, scalar, plain = args
+    if scalar or not plain:
+        return
+    shape = (pre, size, post) if post > 1 else (pre, size)
+    data = np.arange(math.prod(shape) * (1 if contiguous else 2), dtype=np.float32)
+    data = data.reshape(*shape[:-1], -1)[..., :: 1 if contiguous else 2]
+    assert data.flags.c_contiguous == contiguous
+    idx = (np.arange(n) * 7919 % (2 * size) - size).astype(np.int64)
+    out = np.full(np.take(data, idx, axis=1).shape, np.nan, dtype=np.float32)
+    assert gatherx.gather(data, idx, axis=1, out=out) is out
+    np.testing.assert_array_equal(out, np.take(data, idx, axis=1))
+
+
+@pytest.mark.parametrize(
     ("shape", "axis", "plan"),
     [
         ((4, 3, 1024), 1, "slice_copy"),  # 4 KiB rows

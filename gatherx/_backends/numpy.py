@@ -16,6 +16,7 @@ from .._strategy import (
     half_grad_plan,
     numpy_forward_plan,
     numpy_grad_plan,
+    numpy_out_plan,
     numpy_scalar_plan,
 )
 from .base import Backend, OutWriter
@@ -169,9 +170,7 @@ class _NumpyOut(OutWriter):
         self, data: np.ndarray, index: np.ndarray, axis: int, out: np.ndarray, low: int, plan: str
     ) -> None:
         """A checked ``index`` (minimum ``low``, -1 if unread) written by ``plan``."""
-        if plan == "fancy" and index.size <= data.shape[axis] and not data.flags.c_contiguous:
-            # ndarray.take would copy the whole data first; fancy indexing reads it where it
-            # lies, into a result no larger than that copy, then copied into out
+        if plan == "fancy":  # non-contiguous data read where it lies, then copied
             np.copyto(out, data[(slice(None),) * axis + (index,)])
             return
         # mode "wrap" reads a negative index as counted from the end; its per-index branch
@@ -192,15 +191,14 @@ _OUT = OUT_WRITER = _NumpyOut()
 
 
 def _out_plan(data: np.ndarray, index: np.ndarray, axis: int) -> str:
-    """:func:`gatherx._strategy.numpy_forward_plan` for ``out=``: ``doubled`` only on one
-    outer row of plain bytes and a non-scalar index, where its view applies."""
+    """:func:`gatherx._strategy.numpy_out_plan` for these arrays."""
     shape = data.shape
     size, post = shape[axis], math.prod(shape[axis + 1 :])
     pre = data.size // (size * post) if size * post else math.prod(shape[:axis])
-    plan = numpy_forward_plan(pre, size, index.size, post, data.itemsize, data.flags.c_contiguous)
-    if plan == "doubled" and (pre != 1 or data.dtype.hasobject or not index.ndim):
-        return "raise"
-    return plan
+    return numpy_out_plan(
+        pre, size, index.size, post, data.itemsize, data.flags.c_contiguous,
+        index.ndim == 0, not data.dtype.hasobject,
+    )  # fmt: skip
 
 
 def doubled_take(
