@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import datetime
+import gc
 import os
 import socket
 import time
@@ -40,6 +41,9 @@ def _entry(rank: int, world: int, port: int, scenario: str, out: str) -> None:
     except Exception:
         result = "raised:\n" + traceback.format_exc()
     finally:
+        # DDP and FSDP keep the group and its pending work in reference cycles; freed only
+        # at exit, gloo's threads can outlive the interpreter and abort the process.
+        gc.collect()
         dist.destroy_process_group()
     with open(f"{out}.{rank}", "w", encoding="utf-8") as f:
         f.write(repr(result))
