@@ -190,11 +190,17 @@ class _NumpyOut(OutWriter):
 _OUT = OUT_WRITER = _NumpyOut()
 
 
-def _out_plan(data: np.ndarray, index: np.ndarray, axis: int) -> str:
-    """:func:`gatherx._strategy.numpy_out_plan` for these arrays."""
+def _canonical(data: np.ndarray, axis: int) -> tuple[int, int, int]:
+    """``data``'s shape as (pre, size, post) around ``axis``, the view the plans name."""
     shape = data.shape
     size, post = shape[axis], math.prod(shape[axis + 1 :])
     pre = data.size // (size * post) if size * post else math.prod(shape[:axis])
+    return pre, size, post
+
+
+def _out_plan(data: np.ndarray, index: np.ndarray, axis: int) -> str:
+    """:func:`gatherx._strategy.numpy_out_plan` for these arrays."""
+    pre, size, post = _canonical(data, axis)
     return numpy_out_plan(
         pre, size, index.size, post, data.itemsize, data.flags.c_contiguous,
         index.ndim == 0, not data.dtype.hasobject,
@@ -232,8 +238,7 @@ def take_by_plan(plan: str | None, data: np.ndarray, index: np.ndarray, axis: in
     if index.size == 0:  # nothing to read (ndarray.take would still visit every outer row)
         return np.empty(_rules.output_shape(shape, index.shape, axis), data.dtype)
     if plan is None:
-        size, post = shape[axis], math.prod(shape[axis + 1 :])
-        pre = data.size // (size * post) if size * post else math.prod(shape[:axis])
+        pre, size, post = _canonical(data, axis)
         if index.ndim == 0 and numpy_scalar_plan(pre, post * data.itemsize) == "slice_copy":
             # basic indexing refuses a value outside [-s, s-1] with IndexError, as plans do
             return data[(slice(None),) * axis + (int(index),)].copy()

@@ -215,9 +215,9 @@ class Stats:
     fast: int
     extra_median: float
     extra_p95: float
-    slow: int = 0
-    slow_median: float = math.nan
-    slow_p95: float = math.nan
+    slow: int
+    slow_median: float
+    slow_p95: float
 
 
 def percentile(values: Sequence[float], q: float) -> float:
