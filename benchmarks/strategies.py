@@ -170,9 +170,11 @@ def section_numpy_grad(c: Case) -> dict[str, Callable[[], Any]]:
     return fns
 
 
-def section_torch_forward(c: Case) -> dict[str, Callable[[], Any]]:
+def section_torch_forward(c: Case) -> dict[str, Callable[[], Any]] | None:
     import torch
 
+    if c.strided:  # (the views below need contiguous data)
+        return None
     x = make_inputs(c)
     ax, (pre, s, post) = c.ax, three_d(c)
     td = torch.from_numpy(x.data)
@@ -180,12 +182,13 @@ def section_torch_forward(c: Case) -> dict[str, Callable[[], Any]]:
     flat32 = flat.int()
     n = flat.numel()
     shape = c.out_shape
-    d3, d2 = td.view(pre, s, post), td.view(pre, s * post)
+    d3, d4 = td.view(pre, s, post), td.view(pre, 1, s, post)
     fns = {
         "index_select": lambda: torch.index_select(td, ax, flat).view(shape),
         "index_select int32": lambda: torch.index_select(td, ax, flat32).view(shape),
         "3-D index_select(1)": lambda: torch.index_select(d3, 1, flat).view(shape),
         "3-D index_select(1) int32": lambda: torch.index_select(d3, 1, flat32).view(shape),
+        "4-D index_select(2)": lambda: torch.index_select(d4, 2, flat).view(shape),
         "3-D indexing": lambda: d3[:, flat].view(shape),
         "rows flat": lambda: torch.index_select(
             td.view(pre * s, post), 0, (torch.arange(0, pre * s, s)[:, None] + flat).view(-1)

@@ -109,6 +109,32 @@ def test_torch_out_layouts():
     np.testing.assert_array_equal(out.numpy(), want)
 
 
+@pytest.mark.parametrize(
+    ("indices", "written"), [([[0, -1, 2, 2, 5, 1]], True), ([1, 4], False)]
+)  # fmt: skip
+def test_torch_out_from_non_contiguous_data_follows_the_forward_plan(monkeypatch, indices, written):
+    """Non-contiguous data into a contiguous ``out``: where the forward's plan copies the
+    data (an output at least its size), ``index_select`` writes into ``out`` itself;
+    elsewhere the forward's result is copied in. np.take's values either way."""
+    torch = need("torch")
+    data = torch.arange(60.0).reshape(5, 12)[:, ::2]  # (5, 6), not contiguous
+    idx = torch.tensor(indices)
+    want = _oracle(data.numpy(), idx.numpy(), 1)
+    out = torch.zeros(want.shape)
+    calls = []
+    real = torch.index_select
+
+    def spy(source, dim, index, **kwargs):
+        calls.append(kwargs.get("out"))
+        return real(source, dim, index, **kwargs)
+
+    monkeypatch.setattr(torch, "index_select", spy)
+    assert gatherx.gather(data, idx, axis=1, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), want)
+    into = [c is not None and c.data_ptr() == out.data_ptr() for c in calls]
+    assert into == ([True] if written else [False] * len(calls))
+
+
 def test_torch_out_under_no_grad():
     """torch's own ``out=`` functions take tensors requiring grad where nothing is recorded."""
     torch = need("torch")

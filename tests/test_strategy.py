@@ -227,22 +227,33 @@ TORCH_FORWARD = [
     ((1, 1, 9, 4), [8, -1, 1], 2, 1),
     ((2, 3, 4, 5), [3, 0, -4], 2, 1),
     ((6, 9), [8, 0, 4, -9], 1, 2),
+    ((80, 9, 1), [[8, 0], [4, -9]], 1, 2),
     ((16, 300, 64), np.arange(1100) * 7 % 600 - 300, 1, 2),
     ((2, 2, 300, 16, 16), np.arange(2200) * 11 % 600 - 300, -3, 2),
+    ((17, 1, 300, 2), -5, 2, 2),
+    ((3, 2, 40, 1), (np.arange(64) * 3 % 80 - 40).reshape(8, 8), -2, 1),
 ]
 
 
 @pytest.mark.parametrize(("shape", "indices", "axis", "threads"), TORCH_FORWARD)
 @pytest.mark.parametrize("index_dtype", ["int32", "int64"])
-def test_torch_forward_is_index_select_on_the_data_as_given(
-    monkeypatch, shape, indices, axis, threads, index_dtype
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_torch_forward_is_one_index_select_on_the_data_or_its_view(
+    monkeypatch, shape, indices, axis, threads, index_dtype, dtype
 ):
-    """One ``index_select`` call on contiguous data itself (no view of it), at the indices
-    made non-negative, whatever the shape or thread count."""
+    """One ``index_select`` call on contiguous data itself or on the view of it that
+    ``torch_layout_plan`` names (sharing its memory), at the indices made non-negative,
+    whatever the shape or thread count; for ``out=`` too."""
     torch = need("torch")
     idx = np.asarray(indices, dtype=index_dtype)
-    host = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    host = np.random.default_rng(0).standard_normal(shape).astype(dtype)
     data = torch.from_numpy(host)
+    ax = axis % len(shape)
+    pre, size, post = math.prod(shape[:ax]), shape[ax], math.prod(shape[ax + 1 :])
+    plan = st.torch_layout_plan("cpu", shape, ax, idx.size, dtype == "float32")
+    want_shape, want_dim = {
+        "as_is": (shape, ax), "blocks": ((pre, size, post), 1), "columns": ((pre, 1, size, 1), 2)
+    }[plan]  # fmt: skip
     calls = []
     real = torch.index_select
 
@@ -253,15 +264,34 @@ def test_torch_forward_is_index_select_on_the_data_as_given(
     monkeypatch.setattr(torch, "index_select", spy)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
+    want = np.take(host, idx, axis=axis)
     try:
         got = gatherx.gather(data, torch.from_numpy(idx), axis=axis)
+        into = torch.full(want.shape, np.nan, dtype=data.dtype)
+        assert gatherx.gather(data, torch.from_numpy(idx), axis=axis, out=into) is into
     finally:
         torch.set_num_threads(before)
-    np.testing.assert_array_equal(got.numpy(), np.take(host, idx, axis=axis))
-    ((source, dim, flat),) = calls
-    assert source is data
-    assert dim == axis % len(shape)
-    np.testing.assert_array_equal(flat.numpy(), idx.reshape(-1) % shape[axis])
+    np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(into.numpy(), want)
+    for source, dim, flat in calls:
+        assert source is data if plan == "as_is" else source.data_ptr() == data.data_ptr()
+        assert (tuple(source.shape), dim) == (want_shape, want_dim)
+        np.testing.assert_array_equal(flat.numpy(), idx.reshape(-1) % shape[axis])
+    # the scalar index's slice is copied by select_copy, not index_select
+    assert len(calls) == (1 if idx.ndim == 0 else 2)
+
+
+@pytest.mark.parametrize(
+    ("device", "shape", "axis", "n", "float32", "want"),
+    [("cpu", (9, 5), 0, 99, False, "as_is"), ("cpu", (1, 1, 9, 5), 2, 99, False, "as_is"),
+     ("cpu", (4, 4, 9), 2, 32, True, "blocks"), ("cpu", (2, 1, 9, 7), 2, 99, False, "blocks"),
+     ("cpu", (4, 4, 9), 2, 31, True, "as_is"), ("cpu", (17, 1, 9), 2, 99, False, "as_is"),
+     ("cpu", (64, 9, 1, 1), 1, 1, False, "columns"), ("cpu", (64, 9), 1, 99, True, "as_is"),
+     ("cpu", (63, 9), 1, 99, False, "as_is"), ("cpu", (64, 9, 2), 1, 99, False, "as_is"),
+     ("cuda", (2, 1, 9, 7), 2, 99, False, "as_is"), ("cuda", (64, 9), 1, 99, False, "as_is")],
+)  # fmt: skip
+def test_torch_layout_plan_branches(device, shape, axis, n, float32, want):
+    assert st.torch_layout_plan(device, shape, axis, n, float32) == want
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ class TorchBackend(Backend):
     name = "torch"
 
     def gather(self, data: Any, indices: Any, axis: Any, opset: Any, sparse: bool = False) -> Any:
-        if eager_cpu_call(data, indices, axis, opset) and indices.numel():
+        if eager_cpu_call(data, indices, axis, opset):
             axis %= data.ndim
             index = eager_bounded(indices, data.shape[axis], opset)
             if index is not None:  # else the flow reports the first bad index
@@ -59,7 +59,7 @@ class TorchBackend(Backend):
             if eager_cpu_call(grad, indices, axis, _GRAD, shape):
                 axis %= len(shape)
                 want = _rules.output_shape(shape, indices.shape, axis)
-                if grad.shape == want and indices.numel():
+                if grad.shape == want:
                     index = eager_bounded(indices, shape[axis], _GRAD)
                     if index is not None:  # else the flow reports the first bad index
                         return self.scatter_add(shape, index, grad, axis)

@@ -69,7 +69,7 @@ def eager_cpu_call(
 def eager_bounded(
     indices: torch.Tensor, size: int, opset: int, flat: bool = False
 ) -> torch.Tensor | None:
-    """A non-empty index of an :func:`eager_cpu_call` checked and made non-negative on the
+    """The index of an :func:`eager_cpu_call` checked and made non-negative on the
     host by the flow's rule (as :meth:`gatherx._backends.base.Backend.bounded` does), or None
     if a value lies out of range; ``flat``: as one dimension."""
     rank = indices.ndim

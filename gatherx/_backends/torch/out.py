@@ -9,6 +9,7 @@ import torch
 
 from ... import _errors, _rules
 from ..._rules import Span
+from ..._strategy import torch_forward_plan
 from ..base import Backend, OutWriter, host_span
 from . import bounds, kernels
 from .domain import STRIDED, eager_bounded, eager_cpu_call
@@ -114,12 +115,20 @@ class TorchOut(OutWriter):
         twin = kernels.BIT_TWIN.get(data.dtype)
         if twin is not None:  # uint16/32/64 have few kernels: the same bits as signed ints
             data, out = data.view(twin), out.view(twin)
-        shape = data.shape
-        if out.is_contiguous() and data.is_contiguous():
-            # written in place, viewed with the index as one dimension
-            if out.ndim != data.ndim:  # (else its shape is the flat index's already)
-                out = out.view(*shape[:axis], flat.shape[0], *shape[axis + 1 :])
-            torch.index_select(data, axis, flat, out=out)
+        contiguous = out.is_contiguous()
+        # the forward's plan for strided data: a copy pays for itself on an output this large
+        if (
+            contiguous
+            and not data.is_contiguous()
+            and torch_forward_plan(False, data.numel(), out.numel()) == "contiguous"
+        ):
+            data = data.contiguous()
+        if contiguous and data.is_contiguous():
+            # written in place, viewed as the data is read with the index as one dimension
+            view, dim = kernels.select_view(data, axis, flat.shape[0])
+            shape = list(view.shape)
+            shape[dim] = flat.shape[0]
+            torch.index_select(view, dim, flat, out=out.view(shape))
         else:  # the forward's formulation, copied
             out.copy_(kernels.take(data, flat, axis).reshape(out.shape))
 
