@@ -288,6 +288,9 @@ def _gather_grad(
 
 
 _HALF = frozenset(np.dtype(jnp.dtype(name)) for name in _rules.HALF_DTYPES)
+#: Zeros of a static shape and dtype: one cached kernel, where eager ``jnp.zeros`` dispatches
+#: two primitives (33 us against 4 us for an empty result).
+_zeros = jax.jit(jnp.zeros, static_argnames=("shape", "dtype"))
 
 
 #: The eager path's data and index dtypes.
@@ -395,14 +398,14 @@ class JaxBackend(Backend):
             mode = jax_gather_mode(indices_checked=False)
             return _gather(data, index.values, axis=axis, bounds=index.bounds, mode=mode)
         if index.size == 0:  # nothing to read (and checkify cannot check an empty gather)
-            return jnp.zeros(_rules.output_shape(data.shape, index.shape, axis), data.dtype)
+            return _zeros(_rules.output_shape(data.shape, index.shape, axis), data.dtype)
         return _gather(data, index, axis=axis, bounds=None, mode=_CHECKED_MODE)
 
     def scatter_add(self, shape: tuple[int, ...], index: Any, grad: Any, axis: int) -> Any:
         if isinstance(index, _Traced):
             return _gather_grad(shape, index.values, grad, axis=axis, bounds=index.bounds)
         if index.size == 0:
-            return jnp.zeros(shape, grad.dtype)
+            return _zeros(shape, grad.dtype)
         return _gather_grad(shape, index, grad, axis=axis, bounds=None)
 
 
