@@ -18,6 +18,8 @@ import numpy as np
 DATA = np.arange(12.0).reshape(4, 3)
 IDS = np.array([[3, -1], [0, 2]])
 BAD = np.array([[0, 9], [1, 1]])
+# (3, 1, 4): 3 outer rows before dim 2; (66, 4) float64: 66 rows of dim-1 columns
+VIEWED = {True: np.ascontiguousarray(DATA.T).reshape(3, 1, 4), False: np.tile(DATA.T, (22, 1))}
 
 if framework == "numpy":
     import gatherx
@@ -44,6 +46,16 @@ else:
                 return call(d, ids)
             leaf = d.clone().requires_grad_()
             call(leaf, ids).sum().backward()
+            return leaf.grad
+        if mode.endswith(("blocks", "columns")):  # the views: a later dim, dim 1's columns
+            blocks = mode.endswith("blocks")
+            d = torch.from_numpy(VIEWED[blocks])
+            axis = 2 if blocks else 1
+            ids = torch.from_numpy(np.tile(ids.ravel(), 250) if blocks else ids)
+            if not mode.startswith("grad"):
+                return gatherx.gather(d, ids, axis=axis)
+            leaf = d.clone().requires_grad_()
+            gatherx.gather(leaf, ids, axis=axis).sum().backward()
             return leaf.grad
         ids = torch.from_numpy(ids)
         if mode == "eager":
@@ -90,6 +102,15 @@ def _run(framework: str, mode: str, order: list[str]) -> list:
 
 
 def _expected(mode: str) -> np.ndarray:
+    if mode.endswith(("blocks", "columns")):
+        blocks = mode.endswith("blocks")
+        data = np.ascontiguousarray(DATA.T).reshape(3, 1, 4) if blocks else np.tile(DATA.T, (22, 1))
+        ids, axis = (np.tile(IDS.ravel(), 250), 2) if blocks else (IDS, 1)
+        if not mode.startswith("grad"):
+            return np.take(data, ids, axis=axis)
+        want = np.zeros_like(data)
+        np.add.at(want, (slice(None),) * axis + (ids,), 1.0)
+        return want
     data, ids = DATA, IDS
     if mode.endswith(("rows", "wide")):
         data = np.repeat(DATA, 200, axis=1) if "wide" in mode else DATA
@@ -120,6 +141,8 @@ ROWS_OOB = (
     "IndexError: gather: indices element out of data bounds, idx=9 at position (1,) of "
     "indices must be within the inclusive range [-4,3] for axis 0 of size 4"
 )
+BLOCKS_OOB = ROWS_OOB.replace("axis 0", "axis 2")
+COLUMNS_OOB = EAGER_OOB.replace("axis 0", "axis 1")
 GRAPH_OOB = "gather: indices element out of data bounds: indices must be within the inclusive"
 
 
@@ -143,6 +166,11 @@ TORCH_MODES = {
     "wide": ROWS_OOB,
     "grad_rows": ROWS_OOB,
     "grad_wide": ROWS_OOB,
+    # the views of contiguous data that pick ATen's faster loops
+    "blocks": BLOCKS_OOB,
+    "columns": COLUMNS_OOB,
+    "grad_blocks": BLOCKS_OOB,
+    "grad_columns": COLUMNS_OOB,
 }
 
 
@@ -152,7 +180,7 @@ def test_torch_first_call(mode):
     _check("torch", mode, ["good", "bad", "good", "bad"], TORCH_MODES[mode])
 
 
-@pytest.mark.parametrize("mode", ["eager", "compile", "rows", "grad_wide"])
+@pytest.mark.parametrize("mode", ["eager", "compile", "rows", "grad_wide", "blocks", "columns"])
 def test_torch_first_call_is_a_bad_one(mode):
     need("torch")
     _check("torch", mode, ["bad", "good", "bad", "good"], TORCH_MODES[mode])
