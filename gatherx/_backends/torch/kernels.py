@@ -72,9 +72,8 @@ def take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
             if k > 1 or view is not source:
                 # the index's dimensions in place of the axis (unflatten has no vmap rule)
                 out = out.view(_rules.output_shape(data.shape, index.shape, axis))
-                return out if twin is None else out.view(data.dtype)
-        if k == 0:  # (a 0-d index would index as an int, a view: taken as one, then dropped)
-            out = out.squeeze(axis)
+        if out.ndim == source.ndim and k == 0:
+            out = out.squeeze(axis)  # (a 0-d index would index as an int, a view: taken as one)
     return out if twin is None else out.view(data.dtype)
 
 
