@@ -206,48 +206,47 @@ def torch_forward_plan(contiguous: bool, data_elements: int, out_elements: int) 
     return "contiguous" if out_elements >= data_elements else "indexing"
 
 
-#: Contiguous CPU data whose gathered dim is 2 or later behind at most this many outer rows,
-#: at no fewer indices than ``TORCH_BLOCKS_MIN_INDICES``: ``blocks``.
+#: The fewest indices at which a formulation other than ``index_select`` on the data as given
+#: pays for its extra Python calls: ``blocks`` and ``gather``.
+TORCH_MIN_INDICES = 32
+#: Data whose gathered dim is 2 or later behind at most this many outer rows: ``blocks``.
 TORCH_BLOCKS_MAX_ROWS = 16
-TORCH_BLOCKS_MIN_INDICES = 32
-#: Columns (``post == 1``) of dim 1 behind at least this many outer rows, not float32:
-#: ``columns``.
-TORCH_COLUMNS_MIN_ROWS = 64
+#: The fewest output elements of ``gather``.
+TORCH_GATHER_MIN_ELEMENTS = 4096
 
 
-def torch_layout_plan(
-    device_type: str, shape: tuple[int, ...], axis: int, n_index: int, float32: bool
-) -> str:
-    """How ``index_select`` reads contiguous data of ``shape`` gathered on dim ``axis`` at
-    ``n_index`` indices, viewed as ``(pre, size, post)``.
+def torch_layout_plan(device_type: str, shape: tuple[int, ...], axis: int, n_index: int) -> str:
+    """Which ATen kernel reads CPU data of ``shape`` gathered on dim ``axis`` at ``n_index``
+    indices, seen as ``(pre, size, post)``.
 
-    ATen's CPU kernel has three loops for data of rank >= 2: on dim 0, one ``memcpy`` per
-    index of its contiguous slice; on dim 1, one serial ``memcpy`` per (outer row, index)
-    block (a plain loop for float32 columns); on any later dim, one strided copy of the
-    index's whole slice per index, in parallel over the indices, whose fixed cost is that of
-    about 16 blocks of the dim-1 loop (docs/performance_details.md).
+    ATen's CPU ``index_select`` has three loops for data of rank >= 2: on dim 0, one
+    ``memcpy`` per index of its contiguous slice; on dim 1, one serial ``memcpy`` per (outer
+    row, index) block (a plain loop for float32 columns); on any later dim, one strided copy
+    of the index's whole slice per index, in parallel over the indices, whose fixed cost is
+    that of about 16 blocks of the dim-1 loop. ``torch.gather`` on the index expanded over
+    the outer rows reads one element per output element, in parallel over the rows, with no
+    call per element: the loop for columns (docs/performance_details.md).
 
     - ``as_is``: ``index_select`` on the data as given.
-    - ``blocks``: the ``(pre, size, post)`` view on dim 1, where the original dim is 2 or
-      later and ``pre`` is small: the dim-1 loop in place of a slice copy per index (on
-      fewer indices than ``TORCH_BLOCKS_MIN_INDICES``, the two views cost more in Python
-      than the copies save).
-    - ``columns``: the ``(pre, 1, size, 1)`` view on dim 2, for dim 1 of many outer rows and
-      no inner one: a strided column copy per index, in parallel, in place of the dim-1
-      loop's ``memcpy`` per element (float32 keeps its plain loop).
+    - ``blocks``: ``index_select`` on the ``(pre, size, post)`` view on dim 1 (contiguous
+      data), where the original dim is 2 or later and ``pre`` is small: the dim-1 loop in
+      place of a slice copy per index.
+    - ``gather``: ``torch.gather`` for columns (``post == 1``) behind outer rows, at an
+      output of at least ``TORCH_GATHER_MIN_ELEMENTS`` (on fewer indices than
+      ``TORCH_MIN_INDICES`` its loop's cost per row, and for either the extra calls' Python,
+      cost more than they save).
 
     Measured on the CPU only: other devices take the data as given. (Cheap tests first: most
     calls are small, and this runs in each.)
     """
-    if axis == 0 or device_type != "cpu":
+    if axis == 0 or n_index < TORCH_MIN_INDICES or device_type != "cpu":
         return "as_is"
-    if axis == 1:
-        if shape[0] < TORCH_COLUMNS_MIN_ROWS or float32 or math.prod(shape[2:]) != 1:
-            return "as_is"
-        return "columns"
-    if n_index < TORCH_BLOCKS_MIN_INDICES:
+    pre = math.prod(shape[:axis])
+    if pre == 1:
         return "as_is"
-    return "blocks" if 1 < math.prod(shape[:axis]) <= TORCH_BLOCKS_MAX_ROWS else "as_is"
+    if pre * n_index >= TORCH_GATHER_MIN_ELEMENTS and math.prod(shape[axis + 1 :]) == 1:
+        return "gather"
+    return "blocks" if axis >= 2 and pre <= TORCH_BLOCKS_MAX_ROWS else "as_is"
 
 
 def torch_backward_plan(index_dtype: str, device_type: str) -> str:

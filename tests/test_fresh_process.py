@@ -47,11 +47,11 @@ else:
             leaf = d.clone().requires_grad_()
             call(leaf, ids).sum().backward()
             return leaf.grad
-        if mode.endswith(("blocks", "columns")):  # the views: a later dim, dim 1's columns
+        if mode.endswith(("blocks", "columns")):  # a later dim's view, dim 1's torch.gather
             blocks = mode.endswith("blocks")
             d = torch.from_numpy(VIEWED[blocks])
             axis = 2 if blocks else 1
-            ids = torch.from_numpy(np.tile(ids.ravel(), 250) if blocks else ids)
+            ids = torch.from_numpy(np.tile(ids.ravel(), 250))
             if not mode.startswith("grad"):
                 return gatherx.gather(d, ids, axis=axis)
             leaf = d.clone().requires_grad_()
@@ -105,7 +105,7 @@ def _expected(mode: str) -> np.ndarray:
     if mode.endswith(("blocks", "columns")):
         blocks = mode.endswith("blocks")
         data = np.ascontiguousarray(DATA.T).reshape(3, 1, 4) if blocks else np.tile(DATA.T, (22, 1))
-        ids, axis = (np.tile(IDS.ravel(), 250), 2) if blocks else (IDS, 1)
+        ids, axis = np.tile(IDS.ravel(), 250), 2 if blocks else 1
         if not mode.startswith("grad"):
             return np.take(data, ids, axis=axis)
         want = np.zeros_like(data)
@@ -142,7 +142,7 @@ ROWS_OOB = (
     "indices must be within the inclusive range [-4,3] for axis 0 of size 4"
 )
 BLOCKS_OOB = ROWS_OOB.replace("axis 0", "axis 2")
-COLUMNS_OOB = EAGER_OOB.replace("axis 0", "axis 1")
+COLUMNS_OOB = ROWS_OOB.replace("axis 0", "axis 1")
 GRAPH_OOB = "gather: indices element out of data bounds: indices must be within the inclusive"
 
 
@@ -166,7 +166,7 @@ TORCH_MODES = {
     "wide": ROWS_OOB,
     "grad_rows": ROWS_OOB,
     "grad_wide": ROWS_OOB,
-    # the views of contiguous data that pick ATen's faster loops
+    # the layouts that pick ATen's faster loops: a view, torch.gather
     "blocks": BLOCKS_OOB,
     "columns": COLUMNS_OOB,
     "grad_blocks": BLOCKS_OOB,

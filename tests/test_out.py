@@ -109,6 +109,19 @@ def test_torch_out_layouts():
     np.testing.assert_array_equal(out.numpy(), want)
 
 
+def _outs_of(monkeypatch, torch, name: str) -> list:
+    """The ``out=`` argument (None if none) of each later call of ``torch.<name>``."""
+    calls = []
+    real = getattr(torch, name)
+
+    def spy(source, dim, index, **kwargs):
+        calls.append(kwargs.get("out"))
+        return real(source, dim, index, **kwargs)
+
+    monkeypatch.setattr(torch, name, spy)
+    return calls
+
+
 @pytest.mark.parametrize(
     ("indices", "written"), [([[0, -1, 2, 2, 5, 1]], True), ([1, 4], False)]
 )  # fmt: skip
@@ -121,18 +134,28 @@ def test_torch_out_from_non_contiguous_data_follows_the_forward_plan(monkeypatch
     idx = torch.tensor(indices)
     want = _oracle(data.numpy(), idx.numpy(), 1)
     out = torch.zeros(want.shape)
-    calls = []
-    real = torch.index_select
-
-    def spy(source, dim, index, **kwargs):
-        calls.append(kwargs.get("out"))
-        return real(source, dim, index, **kwargs)
-
-    monkeypatch.setattr(torch, "index_select", spy)
+    calls = _outs_of(monkeypatch, torch, "index_select")
     assert gatherx.gather(data, idx, axis=1, out=out) is out
     np.testing.assert_array_equal(out.numpy(), want)
     into = [c is not None and c.data_ptr() == out.data_ptr() for c in calls]
     assert into == ([True] if written else [False] * len(calls))
+
+
+@pytest.mark.parametrize("columns", [60, 200])  # the forward copies the data; reads it as given
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_torch_out_columns_written_by_gather_in_place(monkeypatch, columns, index_dtype):
+    """Columns of many rows at many indices, from contiguous or strided data: ``torch.gather``
+    writes into ``out`` itself, np.take's values."""
+    torch = need("torch")
+    idx = torch.from_numpy((np.arange(64) * 7 % 60 - 30).astype(index_dtype))
+    wide = torch.arange(70.0 * columns).reshape(70, columns)
+    calls = _outs_of(monkeypatch, torch, "gather")
+    for data in (wide[:, :30], wide[:, ::2]):
+        want = _oracle(data.numpy(), idx.numpy(), 1)
+        out = torch.zeros(want.shape)
+        assert gatherx.gather(data, idx, axis=1, out=out) is out
+        np.testing.assert_array_equal(out.numpy(), want)
+        assert calls.pop().data_ptr() == out.data_ptr()
 
 
 def test_torch_out_under_no_grad():

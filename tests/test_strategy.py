@@ -232,36 +232,45 @@ TORCH_FORWARD = [
     ((2, 2, 300, 16, 16), np.arange(2200) * 11 % 600 - 300, -3, 2),
     ((17, 1, 300, 2), -5, 2, 2),
     ((3, 2, 40, 1), (np.arange(64) * 3 % 80 - 40).reshape(8, 8), -2, 1),
+    ((70, 300), (np.arange(64) * 7 % 600 - 300).reshape(2, 32), 1, 2),
+    ((5, 2, 600, 1), np.arange(1100) * 7 % 1200 - 600, 2, 1),
 ]
 
 
 @pytest.mark.parametrize(("shape", "indices", "axis", "threads"), TORCH_FORWARD)
 @pytest.mark.parametrize("index_dtype", ["int32", "int64"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_torch_forward_is_one_index_select_on_the_data_or_its_view(
+def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
     monkeypatch, shape, indices, axis, threads, index_dtype, dtype
 ):
     """One ``index_select`` call on contiguous data itself or on the view of it that
-    ``torch_layout_plan`` names (sharing its memory), at the indices made non-negative,
-    whatever the shape or thread count; for ``out=`` too."""
+    ``torch_layout_plan`` names (sharing its memory), or one ``torch.gather`` on the data at
+    the index expanded without a copy, at the indices made non-negative, whatever the shape
+    or thread count; for ``out=`` too."""
     torch = need("torch")
     idx = np.asarray(indices, dtype=index_dtype)
     host = np.random.default_rng(0).standard_normal(shape).astype(dtype)
     data = torch.from_numpy(host)
     ax = axis % len(shape)
     pre, size, post = math.prod(shape[:ax]), shape[ax], math.prod(shape[ax + 1 :])
-    plan = st.torch_layout_plan("cpu", shape, ax, idx.size, dtype == "float32")
-    want_shape, want_dim = {
-        "as_is": (shape, ax), "blocks": ((pre, size, post), 1), "columns": ((pre, 1, size, 1), 2)
+    plan = st.torch_layout_plan("cpu", shape, ax, idx.size)
+    want_kernel, want_shape, want_dim = {
+        "as_is": ("index_select", shape, ax), "blocks": ("index_select", (pre, size, post), 1),
+        "gather": ("gather", shape, ax),
     }[plan]  # fmt: skip
     calls = []
-    real = torch.index_select
 
-    def spy(source, dim, index, **kwargs):
-        calls.append((source, dim, index.clone()))
-        return real(source, dim, index, **kwargs)
+    def spy(name):
+        real = getattr(torch, name)
 
-    monkeypatch.setattr(torch, "index_select", spy)
+        def call(source, dim, index, **kwargs):
+            calls.append((name, source, dim, index.clone(), index.stride()))
+            return real(source, dim, index, **kwargs)
+
+        monkeypatch.setattr(torch, name, call)
+
+    spy("index_select")
+    spy("gather")
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     want = np.take(host, idx, axis=axis)
@@ -273,25 +282,33 @@ def test_torch_forward_is_one_index_select_on_the_data_or_its_view(
         torch.set_num_threads(before)
     np.testing.assert_array_equal(got.numpy(), want)
     np.testing.assert_array_equal(into.numpy(), want)
-    for source, dim, flat in calls:
+    wrapped = idx.reshape(-1) % shape[axis]
+    for kernel, source, dim, index, strides in calls:
+        assert kernel == want_kernel
         assert source is data if plan == "as_is" else source.data_ptr() == data.data_ptr()
         assert (tuple(source.shape), dim) == (want_shape, want_dim)
-        np.testing.assert_array_equal(flat.numpy(), idx.reshape(-1) % shape[axis])
+        if kernel == "gather":  # the index's one dimension on the axis, broadcast elsewhere
+            broadcast = [st for d, st in enumerate(strides) if d != dim and shape[d] > 1]
+            assert broadcast == [0] * len(broadcast)
+            index = index[tuple(slice(None) if d == dim else 0 for d in range(index.ndim))]
+        np.testing.assert_array_equal(index.numpy(), wrapped)
     # the scalar index's slice is copied by select_copy, not index_select
     assert len(calls) == (1 if idx.ndim == 0 else 2)
 
 
 @pytest.mark.parametrize(
-    ("device", "shape", "axis", "n", "float32", "want"),
-    [("cpu", (9, 5), 0, 99, False, "as_is"), ("cpu", (1, 1, 9, 5), 2, 99, False, "as_is"),
-     ("cpu", (4, 4, 9), 2, 32, True, "blocks"), ("cpu", (2, 1, 9, 7), 2, 99, False, "blocks"),
-     ("cpu", (4, 4, 9), 2, 31, True, "as_is"), ("cpu", (17, 1, 9), 2, 99, False, "as_is"),
-     ("cpu", (64, 9, 1, 1), 1, 1, False, "columns"), ("cpu", (64, 9), 1, 99, True, "as_is"),
-     ("cpu", (63, 9), 1, 99, False, "as_is"), ("cpu", (64, 9, 2), 1, 99, False, "as_is"),
-     ("cuda", (2, 1, 9, 7), 2, 99, False, "as_is"), ("cuda", (64, 9), 1, 99, False, "as_is")],
+    ("device", "shape", "axis", "n", "want"),
+    [("cpu", (9, 5), 0, 99, "as_is"), ("cpu", (1, 1, 9, 5), 2, 99, "as_is"),
+     ("cpu", (4, 4, 9), 2, 32, "blocks"), ("cpu", (2, 1, 9, 7), 2, 99, "blocks"),
+     ("cpu", (4, 4, 9), 2, 31, "as_is"), ("cpu", (17, 1, 9), 2, 99, "as_is"),
+     ("cpu", (2, 2, 9, 1), 2, 1024, "gather"), ("cpu", (2, 2, 9, 1), 2, 1023, "blocks"),
+     ("cpu", (128, 9), 1, 32, "gather"), ("cpu", (128, 9), 1, 31, "as_is"),
+     ("cpu", (127, 9), 1, 32, "as_is"), ("cpu", (128, 9, 2), 1, 99, "as_is"),
+     ("cpu", (1, 9), 1, 9999, "as_is"), ("cpu", (9999, 1), 0, 9999, "as_is"),
+     ("cuda", (2, 1, 9, 7), 2, 99, "as_is"), ("cuda", (128, 9), 1, 99, "as_is")],
 )  # fmt: skip
-def test_torch_layout_plan_branches(device, shape, axis, n, float32, want):
-    assert st.torch_layout_plan(device, shape, axis, n, float32) == want
+def test_torch_layout_plan_branches(device, shape, axis, n, want):
+    assert st.torch_layout_plan(device, shape, axis, n) == want
 
 
 @pytest.mark.parametrize(
@@ -311,6 +328,7 @@ def test_torch_forward_plan_branches(contiguous, data, out, want):
         ((4, 6, 5), [2, -6, 0], 1),
         ((4, 6, 5), -2, -1),
         ((4, 6, 5), np.zeros((0, 2), int), 2),
+        ((70, 30), (np.arange(64) * 7 % 60 - 30).reshape(2, 32), 1),  # torch.gather's columns
     ],
 )
 @pytest.mark.parametrize("layout", ["transposed", "stepped"])

@@ -20,7 +20,6 @@ from .subclasses import is_dtensor, on_every_rank, replicated_everywhere
 # uint16/32/64 are "shell" dtypes with few kernels; gather is pure data movement, so it runs
 # on the same bits viewed as the signed type of the same width.
 BIT_TWIN = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
-_FLOAT32 = torch.float32
 _HALF = frozenset(getattr(torch, name) for name in _rules.HALF_DTYPES)
 _INDEX_NAMES = {torch.int32: "int32", torch.int64: "int64"}
 _INT_MAX = {torch.int32: 2**31 - 1, torch.int64: 2**63 - 1}
@@ -41,10 +40,10 @@ def host_scalar(index: torch.Tensor) -> bool:
 def take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
     """``data`` gathered along ``axis`` at a checked, non-negative ``index``.
 
-    ``torch.index_select`` on the data as given or in the view :func:`select_view` gives (at
-    the index flattened, its output then viewed in the output's shape), on non-contiguous
-    data as :func:`gatherx._strategy.torch_forward_plan` says; a scalar index read on the
-    host takes ``torch.select_copy`` of its one slice.
+    :func:`select` as :func:`layout` says (at the index flattened, its output then viewed in
+    the output's shape), on non-contiguous data as
+    :func:`gatherx._strategy.torch_forward_plan` says; a scalar index read on the host takes
+    ``torch.select_copy`` of its one slice.
     """
     twin = BIT_TWIN.get(data.dtype)
     source = data if twin is None else data.view(twin)
@@ -54,46 +53,61 @@ def take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
         k = index.ndim
         if k != 1 and is_dtensor(index):
             index = replicated_everywhere(index)  # DTensor's reshape miscounts some shards
-        plan = "index_select"
+        n = index.numel()
+        plan = layout(source, axis, n)
+        copy = "index_select"
         # The TorchScript ONNX exporter replaces this body by one Gather node, but it still
         # traces it: the plain call keeps that trace simple.
         if not source.is_contiguous() and not tracing():
             size = source.shape[axis]
-            n_out = source.numel() // size * index.numel() if size else 0
-            plan = torch_forward_plan(False, source.numel(), n_out)
-        if plan == "indexing":  # the index's dimensions in place of the axis, as given
+            n_out = source.numel() // size * n if size else 0
+            copy = torch_forward_plan(False, source.numel(), n_out)
+        if copy == "indexing" and plan != "gather":
+            # the index's dimensions in place of the axis, as given
             out = source[(slice(None),) * axis + (index if k else index.reshape(1),)]
         else:
-            flat = index if k == 1 else index.reshape(-1)
-            if plan == "contiguous":
+            if copy == "contiguous":
                 source = source.contiguous()
-            view, dim = select_view(source, axis, flat.shape[0])
-            out = torch.index_select(view, dim, flat)
-            if k > 1 or view is not source:
-                # the index's dimensions in place of the axis (unflatten has no vmap rule)
+            out = select(source, axis, index if k == 1 else index.reshape(-1), plan)
+            if k != 1:  # the index's dimensions in place of the axis (unflatten: no vmap rule)
                 out = out.view(_rules.output_shape(data.shape, index.shape, axis))
         if out.ndim == source.ndim and k == 0:
             out = out.squeeze(axis)  # (a 0-d index would index as an int, a view: taken as one)
     return out if twin is None else out.view(data.dtype)
 
 
-def select_view(source: torch.Tensor, axis: int, n_index: int) -> tuple[torch.Tensor, int]:
-    """``source`` as :func:`gatherx._strategy.torch_layout_plan` has ``index_select`` read
-    it at ``n_index`` indices, and the dim to select on: the data itself, or a view of
-    contiguous CPU data."""
+def layout(source: torch.Tensor, axis: int, n_index: int) -> str:
+    """:func:`gatherx._strategy.torch_layout_plan` for ``source``: its plans for plain
+    tensors in plain eager code, ``as_is`` for any other."""
     if axis == 0:  # the plan's first case, before any of the tensor's attributes is read
-        return source, axis
-    shape = source.shape
+        return "as_is"
     kind = "cpu" if source.is_cpu else "other"
-    plan = torch_layout_plan(kind, shape, axis, n_index, source.dtype is _FLOAT32)
-    if plan == "as_is" or not (
-        type(source) in PLAIN_TYPES and source.is_contiguous() and plain_eager()
-    ):
-        return source, axis
-    pre, size = math.prod(shape[:axis]), shape[axis]
+    plan = torch_layout_plan(kind, source.shape, axis, n_index)
+    if plan == "as_is" or (type(source) in PLAIN_TYPES and plain_eager()):
+        return plan
+    return "as_is"
+
+
+def select(
+    source: torch.Tensor, axis: int, flat: torch.Tensor, plan: str, out: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``source`` gathered along ``axis`` at a checked, non-negative 1-D ``flat`` by the
+    kernel of the :func:`layout` ``plan`` (``blocks``: contiguous ``source`` only), in
+    ``source``'s shape with ``flat``'s length on ``axis``; written into ``out`` of that
+    shape if given."""
+    shape = list(source.shape)
+    n = shape[axis] = flat.shape[0]
+    if plan == "gather":  # the index expanded over every other dim: a view, no copy
+        dims = [1] * len(shape)
+        dims[axis] = n
+        return torch.gather(source, axis, flat.view(dims).expand(shape), out=out)
     if plan == "blocks":
-        return source.view(pre, size, math.prod(shape[axis + 1 :])), 1
-    return source.view(pre, 1, size, 1), 2
+        pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
+        blocks = (pre, n, post)
+        view = source.view(pre, source.shape[axis], post)
+        into = None if out is None else out.view(blocks)
+        return torch.index_select(view, 1, flat, out=into).view(shape)
+    return torch.index_select(source, axis, flat, out=out)
 
 
 def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -> torch.Tensor:

@@ -1,4 +1,4 @@
-"""``gather(..., out=)`` for PyTorch: plain eager calls only, written by ``index_select(out=)``."""
+"""``gather(..., out=)`` for PyTorch: plain eager calls only, written by the forward's kernel."""
 
 from __future__ import annotations
 
@@ -123,12 +123,12 @@ class TorchOut(OutWriter):
             and torch_forward_plan(False, data.numel(), out.numel()) == "contiguous"
         ):
             data = data.contiguous()
-        if contiguous and data.is_contiguous():
-            # written in place, viewed as the data is read with the index as one dimension
-            view, dim = kernels.select_view(data, axis, flat.shape[0])
-            shape = list(view.shape)
-            shape[dim] = flat.shape[0]
-            torch.index_select(view, dim, flat, out=out.view(shape))
+        plan = kernels.layout(data, axis, flat.shape[0])
+        if contiguous and (plan == "gather" or data.is_contiguous()):
+            # written in place, with the index as one dimension
+            shape = list(data.shape)
+            shape[axis] = flat.shape[0]
+            kernels.select(data, axis, flat, plan, out=out.view(shape))
         else:  # the forward's formulation, copied
             out.copy_(kernels.take(data, flat, axis).reshape(out.shape))
 
