@@ -95,19 +95,18 @@ def select(
     kernel of the :func:`layout` ``plan`` (``blocks``: contiguous ``source`` only), in
     ``source``'s shape with ``flat``'s length on ``axis``; written into ``out`` of that
     shape if given."""
+    if plan == "as_is":
+        return torch.index_select(source, axis, flat, out=out)
     shape = list(source.shape)
     n = shape[axis] = flat.shape[0]
     if plan == "gather":  # the index expanded over every other dim: a view, no copy
         dims = [1] * len(shape)
         dims[axis] = n
         return torch.gather(source, axis, flat.view(dims).expand(shape), out=out)
-    if plan == "blocks":
-        pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
-        blocks = (pre, n, post)
-        view = source.view(pre, source.shape[axis], post)
-        into = None if out is None else out.view(blocks)
-        return torch.index_select(view, 1, flat, out=into).view(shape)
-    return torch.index_select(source, axis, flat, out=out)
+    pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])  # blocks
+    view = source.view(pre, source.shape[axis], post)
+    into = None if out is None else out.view(pre, n, post)
+    return torch.index_select(view, 1, flat, out=into).view(shape)
 
 
 def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -> torch.Tensor:
