@@ -178,7 +178,7 @@ def section_torch_forward(c: Case) -> dict[str, Callable[[], Any]] | None:
     x = make_inputs(c)
     ax, (pre, s, post) = c.ax, three_d(c)
     td = torch.from_numpy(x.data)
-    flat = torch.from_numpy(x.indices).reshape(-1)
+    flat = torch.from_numpy(x.wrapped).reshape(-1)
     flat32 = flat.int()
     n = flat.numel()
     shape = c.out_shape
@@ -203,6 +203,13 @@ def section_torch_forward(c: Case) -> dict[str, Callable[[], Any]] | None:
     if post == 1:
         d2 = td.view(pre, s)
         fns["gather expand"] = lambda: torch.gather(d2, 1, flat.expand(pre, n)).view(shape)
+        dims = [1] * td.ndim
+        dims[ax] = n
+        wide = list(td.shape)
+        wide[ax] = n
+        fns["gather as given"] = lambda: torch.gather(td, ax, flat.view(dims).expand(wide)).view(
+            shape
+        )
     return fns
 
 
@@ -252,7 +259,7 @@ def section_torch_backward(c: Case) -> dict[str, Callable[[], Any]]:
 
     x = make_inputs(c)
     ax, (pre, s, post) = c.ax, three_d(c)
-    flat = torch.from_numpy(x.indices).reshape(-1)
+    flat = torch.from_numpy(x.wrapped).reshape(-1)
     flat32 = flat.int()
     n = flat.numel()
     g = torch.from_numpy(x.grad)
