@@ -37,6 +37,10 @@ def _host(out: torch.Tensor) -> np.ndarray:
         ((6,), 4, 0),
         ((6, 3, 2), [2, -1], -2),
         ((2, 6, 3), [[0], [5]], 1),
+        # the layouts of many indices: torch.gather for columns, index_select on a view
+        ((70, 30), (np.arange(64) * 7 % 60 - 30).reshape(2, 32), 1),
+        ((5, 2, 60, 1), np.arange(500) * 7 % 120 - 60, -2),
+        ((2, 3, 40, 5), np.arange(40) * 3 % 80 - 40, 2),
     ],
 )
 @pytest.mark.parametrize("index_dtype", ["int32", "int64"])
