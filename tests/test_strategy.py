@@ -9,6 +9,7 @@ import pytest
 from support import need
 
 import gatherx
+from gatherx import _policy
 from gatherx import _strategy as st
 from gatherx._backends import numpy as nb
 
@@ -296,6 +297,35 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
     assert len(calls) == (1 if idx.ndim == 0 else 2)
 
 
+@pytest.mark.parametrize(("shape", "axis", "n"), [((70, 300), 1, 64), ((2, 3, 40, 5), 2, 40)])
+def test_torch_layouts_in_plain_eager_code_only(monkeypatch, shape, axis, n):
+    """Under a torch.func transform the data is read as given by ``index_select``, whatever
+    ``torch_layout_plan`` picks for plain eager code; values and tangents as np.take's."""
+    torch = need("torch")
+    assert st.torch_layout_plan("cpu", shape, axis, n) != "as_is"
+    rng = np.random.default_rng(3)
+    data, tangent = (torch.from_numpy(rng.standard_normal(shape)) for _ in range(2))
+    idx = torch.from_numpy(np.arange(n) * 7 % (2 * shape[axis]) - shape[axis])
+    calls = []
+
+    def spying(name):
+        real = getattr(torch, name)
+
+        def spy(source, dim, index, **kwargs):
+            calls.append((name, source.shape, dim))
+            return real(source, dim, index, **kwargs)
+
+        monkeypatch.setattr(torch, name, spy)
+
+    spying("index_select")
+    spying("gather")
+    out, t_out = torch.func.jvp(lambda d: gatherx.gather(d, idx, axis=axis), (data,), (tangent,))
+    np.testing.assert_array_equal(out.numpy(), np.take(data.numpy(), idx.numpy(), axis=axis))
+    np.testing.assert_array_equal(t_out.numpy(), np.take(tangent.numpy(), idx.numpy(), axis=axis))
+    assert calls
+    assert all(c == ("index_select", torch.Size(shape), axis) for c in calls)
+
+
 @pytest.mark.parametrize(
     ("device", "shape", "axis", "n", "want"),
     [("cpu", (9, 5), 0, 99, "as_is"), ("cpu", (1, 1, 9, 5), 2, 99, "as_is"),
@@ -353,6 +383,9 @@ def test_torch_strided_plans_match_numpy(monkeypatch, plan, shape, indices, axis
     got = gatherx.gather(leaf, torch.from_numpy(idx), axis=axis)
     want = np.take(data.numpy(), idx, axis=axis)
     np.testing.assert_array_equal(got.detach().numpy(), want)
+    with _policy.force("device"):  # a 0-d index not read on the host takes the plan too
+        on_device = gatherx.gather(leaf, torch.from_numpy(idx), axis=axis)
+    np.testing.assert_array_equal(on_device.detach().numpy(), want)
     assert got.untyped_storage().data_ptr() != data.untyped_storage().data_ptr() or not got.numel()
     if grad:
         seed = torch.from_numpy(rng.standard_normal(want.shape))

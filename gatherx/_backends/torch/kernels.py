@@ -63,16 +63,17 @@ def take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
             n_out = source.numel() // size * n if size else 0
             copy = torch_forward_plan(False, source.numel(), n_out)
         if copy == "indexing" and plan != "gather":
-            # the index's dimensions in place of the axis, as given
+            # the index's dimensions in place of the axis, as given (a 0-d index would index
+            # as an int, a view: taken as one, its axis then dropped)
             out = source[(slice(None),) * axis + (index if k else index.reshape(1),)]
+            if not k:
+                out = out.squeeze(axis)
         else:
             if copy == "contiguous":
                 source = source.contiguous()
             out = select(source, axis, index if k == 1 else index.reshape(-1), plan)
             if k != 1:  # the index's dimensions in place of the axis (unflatten: no vmap rule)
                 out = out.view(_rules.output_shape(data.shape, index.shape, axis))
-        if out.ndim == source.ndim and k == 0:
-            out = out.squeeze(axis)  # (a 0-d index would index as an int, a view: taken as one)
     return out if twin is None else out.view(data.dtype)
 
 
