@@ -211,11 +211,15 @@ def torch_forward_plan(contiguous: bool, data_elements: int, out_elements: int) 
 TORCH_MIN_INDICES = 32
 #: Data whose gathered dim is 2 or later behind at most this many outer rows: ``blocks``.
 TORCH_BLOCKS_MAX_ROWS = 16
-#: The fewest output elements of ``gather``.
+#: The fewest output elements of ``gather``; of float32 data that ATen's dim-1 loop would
+#: read (dim 1 as given, or the ``blocks`` view), whose plain loop runs on one thread.
 TORCH_GATHER_MIN_ELEMENTS = 4096
+TORCH_GATHER_FLOAT32_MIN_ELEMENTS = 1 << 17
 
 
-def torch_layout_plan(device_type: str, shape: tuple[int, ...], axis: int, n_index: int) -> str:
+def torch_layout_plan(
+    device_type: str, shape: tuple[int, ...], axis: int, n_index: int, float32: bool
+) -> str:
     """Which ATen kernel reads CPU data of ``shape`` gathered on dim ``axis`` at ``n_index``
     indices, seen as ``(pre, size, post)``.
 
@@ -234,7 +238,9 @@ def torch_layout_plan(device_type: str, shape: tuple[int, ...], axis: int, n_ind
     - ``gather``: ``torch.gather`` for columns (``post == 1``) behind outer rows, at an
       output of at least ``TORCH_GATHER_MIN_ELEMENTS`` (on fewer indices than
       ``TORCH_MIN_INDICES`` its loop's cost per row, and for either the extra calls' Python,
-      cost more than they save).
+      cost more than they save); for float32 on the dim-1 loop, whose plain loop beats it
+      until ``torch.gather`` splits its rows over threads, at least
+      ``TORCH_GATHER_FLOAT32_MIN_ELEMENTS``.
 
     Measured on the CPU only: other devices take the data as given. (Cheap tests first: most
     calls are small, and this runs in each.)
@@ -244,9 +250,13 @@ def torch_layout_plan(device_type: str, shape: tuple[int, ...], axis: int, n_ind
     pre = math.prod(shape[:axis])
     if pre == 1:
         return "as_is"
-    if pre * n_index >= TORCH_GATHER_MIN_ELEMENTS and math.prod(shape[axis + 1 :]) == 1:
-        return "gather"
-    return "blocks" if axis >= 2 and pre <= TORCH_BLOCKS_MAX_ROWS else "as_is"
+    blocks = axis >= 2 and pre <= TORCH_BLOCKS_MAX_ROWS
+    if math.prod(shape[axis + 1 :]) == 1:
+        dim1_float32 = float32 and (axis == 1 or blocks)
+        least = TORCH_GATHER_FLOAT32_MIN_ELEMENTS if dim1_float32 else TORCH_GATHER_MIN_ELEMENTS
+        if pre * n_index >= least:
+            return "gather"
+    return "blocks" if blocks else "as_is"
 
 
 def torch_backward_plan(index_dtype: str, device_type: str) -> str:

@@ -254,7 +254,7 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
     data = torch.from_numpy(host)
     ax = axis % len(shape)
     pre, size, post = math.prod(shape[:ax]), shape[ax], math.prod(shape[ax + 1 :])
-    plan = st.torch_layout_plan("cpu", shape, ax, idx.size)
+    plan = st.torch_layout_plan("cpu", shape, ax, idx.size, dtype == "float32")
     want_kernel, want_shape, want_dim = {
         "as_is": ("index_select", shape, ax), "blocks": ("index_select", (pre, size, post), 1),
         "gather": ("gather", shape, ax),
@@ -302,7 +302,7 @@ def test_torch_layouts_in_plain_eager_code_only(monkeypatch, shape, axis, n):
     """Under a torch.func transform the data is read as given by ``index_select``, whatever
     ``torch_layout_plan`` picks for plain eager code; values and tangents as np.take's."""
     torch = need("torch")
-    assert st.torch_layout_plan("cpu", shape, axis, n) != "as_is"
+    assert st.torch_layout_plan("cpu", shape, axis, n, False) != "as_is"
     rng = np.random.default_rng(3)
     data, tangent = (torch.from_numpy(rng.standard_normal(shape)) for _ in range(2))
     idx = torch.from_numpy(np.arange(n) * 7 % (2 * shape[axis]) - shape[axis])
@@ -327,18 +327,24 @@ def test_torch_layouts_in_plain_eager_code_only(monkeypatch, shape, axis, n):
 
 
 @pytest.mark.parametrize(
-    ("device", "shape", "axis", "n", "want"),
-    [("cpu", (9, 5), 0, 99, "as_is"), ("cpu", (1, 1, 9, 5), 2, 99, "as_is"),
-     ("cpu", (4, 4, 9), 2, 32, "blocks"), ("cpu", (2, 1, 9, 7), 2, 99, "blocks"),
-     ("cpu", (4, 4, 9), 2, 31, "as_is"), ("cpu", (17, 1, 9), 2, 99, "as_is"),
-     ("cpu", (2, 2, 9, 1), 2, 1024, "gather"), ("cpu", (2, 2, 9, 1), 2, 1023, "blocks"),
-     ("cpu", (128, 9), 1, 32, "gather"), ("cpu", (128, 9), 1, 31, "as_is"),
-     ("cpu", (127, 9), 1, 32, "as_is"), ("cpu", (128, 9, 2), 1, 99, "as_is"),
-     ("cpu", (1, 9), 1, 9999, "as_is"), ("cpu", (9999, 1), 0, 9999, "as_is"),
-     ("cuda", (2, 1, 9, 7), 2, 99, "as_is"), ("cuda", (128, 9), 1, 99, "as_is")],
+    ("device", "shape", "axis", "n", "float32", "want"),
+    [("cpu", (9, 5), 0, 99, False, "as_is"), ("cpu", (1, 1, 9, 5), 2, 99, False, "as_is"),
+     ("cpu", (4, 4, 9), 2, 32, True, "blocks"), ("cpu", (2, 1, 9, 7), 2, 99, False, "blocks"),
+     ("cpu", (4, 4, 9), 2, 31, True, "as_is"), ("cpu", (17, 1, 9), 2, 99, False, "as_is"),
+     ("cpu", (2, 2, 9, 1), 2, 1024, False, "gather"),
+     ("cpu", (2, 2, 9, 1), 2, 1023, False, "blocks"),
+     ("cpu", (128, 9), 1, 32, False, "gather"), ("cpu", (128, 9), 1, 31, False, "as_is"),
+     ("cpu", (127, 9), 1, 32, False, "as_is"), ("cpu", (128, 9, 2), 1, 99, False, "as_is"),
+     ("cpu", (1, 9), 1, 9999, False, "as_is"), ("cpu", (9999, 1), 0, 9999, False, "as_is"),
+     ("cpu", (128, 9), 1, 1024, True, "gather"), ("cpu", (128, 9), 1, 1023, True, "as_is"),
+     ("cpu", (2, 2, 9, 1), 2, 2**15, True, "gather"),
+     ("cpu", (2, 2, 9, 1), 2, 2**15 - 1, True, "blocks"),
+     ("cpu", (17, 9, 1), 1, 7711, True, "gather"), ("cpu", (17, 9, 1), 1, 7710, True, "as_is"),
+     ("cpu", (17, 1, 9), 2, 241, True, "gather"),  # no dim-1 loop: float32 as any dtype
+     ("cuda", (2, 1, 9, 7), 2, 99, False, "as_is"), ("cuda", (128, 9), 1, 99, False, "as_is")],
 )  # fmt: skip
-def test_torch_layout_plan_branches(device, shape, axis, n, want):
-    assert st.torch_layout_plan(device, shape, axis, n) == want
+def test_torch_layout_plan_branches(device, shape, axis, n, float32, want):
+    assert st.torch_layout_plan(device, shape, axis, n, float32) == want
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from .subclasses import is_dtensor, on_every_rank, replicated_everywhere
 # uint16/32/64 are "shell" dtypes with few kernels; gather is pure data movement, so it runs
 # on the same bits viewed as the signed type of the same width.
 BIT_TWIN = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+_FLOAT32 = torch.float32
 _HALF = frozenset(getattr(torch, name) for name in _rules.HALF_DTYPES)
 _INDEX_NAMES = {torch.int32: "int32", torch.int64: "int64"}
 _INT_MAX = {torch.int32: 2**31 - 1, torch.int64: 2**63 - 1}
@@ -83,7 +84,7 @@ def layout(source: torch.Tensor, axis: int, n_index: int) -> str:
     if axis == 0:  # the plan's first case, before any of the tensor's attributes is read
         return "as_is"
     kind = "cpu" if source.is_cpu else "other"
-    plan = torch_layout_plan(kind, source.shape, axis, n_index)
+    plan = torch_layout_plan(kind, source.shape, axis, n_index, source.dtype is _FLOAT32)
     if plan == "as_is" or (type(source) in PLAIN_TYPES and plain_eager()):
         return plan
     return "as_is"
