@@ -73,7 +73,7 @@ def take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
             if copy == "contiguous":
                 source = source.contiguous()
             out = select(source, axis, index if k == 1 else index.reshape(-1), plan)
-            if k != 1:  # the index's dimensions in place of the axis (unflatten: no vmap rule)
+            if k != 1 or plan == "blocks":  # the output's shape (unflatten has no vmap rule)
                 out = out.view(_rules.output_shape(data.shape, index.shape, axis))
     return out if twin is None else out.view(data.dtype)
 
@@ -95,20 +95,21 @@ def select(
 ) -> torch.Tensor:
     """``source`` gathered along ``axis`` at a checked, non-negative 1-D ``flat`` by the
     kernel of the :func:`layout` ``plan`` (``blocks``: contiguous ``source`` only), in
-    ``source``'s shape with ``flat``'s length on ``axis``; written into ``out`` of that
-    shape if given."""
+    ``source``'s shape with ``flat``'s length on ``axis`` (``blocks``: as (pre, n, post));
+    written into ``out`` of that shape if given."""
     if plan == "as_is":
         return torch.index_select(source, axis, flat, out=out)
-    shape = list(source.shape)
-    n = shape[axis] = flat.shape[0]
+    n = flat.shape[0]
     if plan == "gather":  # the index expanded over every other dim: a view, no copy
+        shape = list(source.shape)
+        shape[axis] = n
         dims = [1] * len(shape)
         dims[axis] = n
         return torch.gather(source, axis, flat.view(dims).expand(shape), out=out)
-    pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])  # blocks
-    view = source.view(pre, source.shape[axis], post)
+    sizes = source.shape  # blocks: the (pre, size, post) view on dim 1
+    pre, post = math.prod(sizes[:axis]), math.prod(sizes[axis + 1 :])
     into = None if out is None else out.view(pre, n, post)
-    return torch.index_select(view, 1, flat, out=into).view(shape)
+    return torch.index_select(source.view(pre, sizes[axis], post), 1, flat, out=into)
 
 
 def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -> torch.Tensor:
