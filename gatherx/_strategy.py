@@ -215,6 +215,9 @@ TORCH_BLOCKS_MAX_ROWS = 16
 #: read (dim 1 as given, or the ``blocks`` view), whose plain loop runs on one thread.
 TORCH_GATHER_MIN_ELEMENTS = 4096
 TORCH_GATHER_FLOAT32_MIN_ELEMENTS = 1 << 17
+#: Columns of dim 1 behind at least this many outer rows, not float32, that ``gather`` does
+#: not take: ``columns``.
+TORCH_COLUMNS_MIN_ROWS = 64
 
 
 def torch_layout_plan(
@@ -241,22 +244,29 @@ def torch_layout_plan(
       cost more than they save); for float32 on the dim-1 loop, whose plain loop beats it
       until ``torch.gather`` splits its rows over threads, at least
       ``TORCH_GATHER_FLOAT32_MIN_ELEMENTS``.
+    - ``columns``: ``index_select`` on the ``(pre, 1, size, 1)`` view on dim 2 (contiguous
+      data), for the columns of dim 1 behind many outer rows that ``gather`` does not take
+      (few indices, whose loop per row would cost ``gather`` most): a strided column copy per
+      index, in parallel, in place of the dim-1 loop's ``memcpy`` per element (float32 keeps
+      its plain loop).
 
     Measured on the CPU only: other devices take the data as given. (Cheap tests first: most
     calls are small, and this runs in each.)
     """
-    if axis == 0 or n_index < TORCH_MIN_INDICES or device_type != "cpu":
+    if axis == 0 or device_type != "cpu":
         return "as_is"
     pre = math.prod(shape[:axis])
-    if pre == 1:
-        return "as_is"
-    blocks = axis >= 2 and pre <= TORCH_BLOCKS_MAX_ROWS
-    if math.prod(shape[axis + 1 :]) == 1:
+    column = math.prod(shape[axis + 1 :]) == 1
+    many = n_index >= TORCH_MIN_INDICES
+    blocks = axis >= 2 and 1 < pre <= TORCH_BLOCKS_MAX_ROWS
+    if many and column and pre > 1:
         dim1_float32 = float32 and (axis == 1 or blocks)
         least = TORCH_GATHER_FLOAT32_MIN_ELEMENTS if dim1_float32 else TORCH_GATHER_MIN_ELEMENTS
         if pre * n_index >= least:
             return "gather"
-    return "blocks" if blocks else "as_is"
+    if axis == 1 and column and pre >= TORCH_COLUMNS_MIN_ROWS and not float32:
+        return "columns"
+    return "blocks" if many and blocks else "as_is"
 
 
 def torch_backward_plan(index_dtype: str, device_type: str) -> str:

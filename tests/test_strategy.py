@@ -257,7 +257,7 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
     plan = st.torch_layout_plan("cpu", shape, ax, idx.size, dtype == "float32")
     want_kernel, want_shape, want_dim = {
         "as_is": ("index_select", shape, ax), "blocks": ("index_select", (pre, size, post), 1),
-        "gather": ("gather", shape, ax),
+        "gather": ("gather", shape, ax), "columns": ("index_select", (pre, 1, size, 1), 2),
     }[plan]  # fmt: skip
     calls = []
 
@@ -333,14 +333,19 @@ def test_torch_layouts_in_plain_eager_code_only(monkeypatch, shape, axis, n):
      ("cpu", (4, 4, 9), 2, 31, True, "as_is"), ("cpu", (17, 1, 9), 2, 99, False, "as_is"),
      ("cpu", (2, 2, 9, 1), 2, 1024, False, "gather"),
      ("cpu", (2, 2, 9, 1), 2, 1023, False, "blocks"),
-     ("cpu", (128, 9), 1, 32, False, "gather"), ("cpu", (128, 9), 1, 31, False, "as_is"),
-     ("cpu", (127, 9), 1, 32, False, "as_is"), ("cpu", (128, 9, 2), 1, 99, False, "as_is"),
+     ("cpu", (128, 9), 1, 32, False, "gather"), ("cpu", (128, 9), 1, 31, False, "columns"),
+     ("cpu", (127, 9), 1, 32, False, "columns"), ("cpu", (63, 9), 1, 64, False, "as_is"),
+     ("cpu", (128, 9, 2), 1, 99, False, "as_is"),
      ("cpu", (1, 9), 1, 9999, False, "as_is"), ("cpu", (9999, 1), 0, 9999, False, "as_is"),
      ("cpu", (128, 9), 1, 1024, True, "gather"), ("cpu", (128, 9), 1, 1023, True, "as_is"),
      ("cpu", (2, 2, 9, 1), 2, 2**15, True, "gather"),
      ("cpu", (2, 2, 9, 1), 2, 2**15 - 1, True, "blocks"),
      ("cpu", (17, 9, 1), 1, 7711, True, "gather"), ("cpu", (17, 9, 1), 1, 7710, True, "as_is"),
      ("cpu", (17, 1, 9), 2, 241, True, "gather"),  # no dim-1 loop: float32 as any dtype
+     ("cpu", (64, 9, 1, 1), 1, 1, False, "columns"), ("cpu", (64, 9), 1, 63, False, "columns"),
+     ("cpu", (64, 9), 1, 64, False, "gather"), ("cpu", (64, 9), 1, 31, True, "as_is"),
+     ("cpu", (63, 9), 1, 31, False, "as_is"), ("cpu", (64, 9, 2), 1, 31, False, "as_is"),
+     ("cpu", (1000, 9), 1, 99, True, "as_is"), ("cuda", (64, 9), 1, 9, False, "as_is"),
      ("cuda", (2, 1, 9, 7), 2, 99, False, "as_is"), ("cuda", (128, 9), 1, 99, False, "as_is")],
 )  # fmt: skip
 def test_torch_layout_plan_branches(device, shape, axis, n, float32, want):

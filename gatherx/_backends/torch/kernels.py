@@ -21,6 +21,7 @@ from .subclasses import is_dtensor, on_every_rank, replicated_everywhere
 # on the same bits viewed as the signed type of the same width.
 BIT_TWIN = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
 _FLOAT32 = torch.float32
+_VIEWS = frozenset({"blocks", "columns"})  # the layouts that read the data through a view
 _HALF = frozenset(getattr(torch, name) for name in _rules.HALF_DTYPES)
 _INDEX_NAMES = {torch.int32: "int32", torch.int64: "int64"}
 _INT_MAX = {torch.int32: 2**31 - 1, torch.int64: 2**63 - 1}
@@ -73,7 +74,7 @@ def take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
             if copy == "contiguous":
                 source = source.contiguous()
             out = select(source, axis, index if k == 1 else index.reshape(-1), plan)
-            if k != 1 or plan == "blocks":  # the output's shape (unflatten has no vmap rule)
+            if k != 1 or plan in _VIEWS:  # the output's shape (unflatten has no vmap rule)
                 out = out.view(_rules.output_shape(data.shape, index.shape, axis))
     return out if twin is None else out.view(data.dtype)
 
@@ -94,8 +95,9 @@ def select(
     source: torch.Tensor, axis: int, flat: torch.Tensor, plan: str, out: torch.Tensor | None = None
 ) -> torch.Tensor:
     """``source`` gathered along ``axis`` at a checked, non-negative 1-D ``flat`` by the
-    kernel of the :func:`layout` ``plan`` (``blocks``: contiguous ``source`` only), in
-    ``source``'s shape with ``flat``'s length on ``axis`` (``blocks``: as (pre, n, post));
+    kernel of the :func:`layout` ``plan`` (``blocks``, ``columns``: contiguous ``source``
+    only), in ``source``'s shape with ``flat``'s length on ``axis`` (``blocks``, ``columns``:
+    in the shape of their view);
     written into ``out`` of that shape if given."""
     if plan == "as_is":
         return torch.index_select(source, axis, flat, out=out)
@@ -106,8 +108,11 @@ def select(
         dims = [1] * len(shape)
         dims[axis] = n
         return torch.gather(source, axis, flat.view(dims).expand(shape), out=out)
-    sizes = source.shape  # blocks: the (pre, size, post) view on dim 1
+    sizes = source.shape  # blocks: (pre, size, post) on dim 1; columns: (pre, 1, size, 1) on 2
     pre, post = math.prod(sizes[:axis]), math.prod(sizes[axis + 1 :])
+    if plan == "columns":
+        into = None if out is None else out.view(pre, 1, n, 1)
+        return torch.index_select(source.view(pre, 1, sizes[axis], 1), 2, flat, out=into)
     into = None if out is None else out.view(pre, n, post)
     return torch.index_select(source.view(pre, sizes[axis], post), 1, flat, out=into)
 
