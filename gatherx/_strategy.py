@@ -218,10 +218,17 @@ TORCH_GATHER_FLOAT32_MIN_ELEMENTS = 1 << 17
 #: Columns of dim 1 behind at least this many outer rows, not float32, that ``gather`` does
 #: not take: ``columns``.
 TORCH_COLUMNS_MIN_ROWS = 64
+#: The most output elements of ``indexing``, at an index of two or more dimensions.
+TORCH_INDEXING_MAX_ELEMENTS = 8192
 
 
 def torch_layout_plan(
-    device_type: str, shape: tuple[int, ...], axis: int, n_index: int, float32: bool
+    device_type: str,
+    shape: tuple[int, ...],
+    axis: int,
+    n_index: int,
+    float32: bool,
+    index_ndim: int = 1,
 ) -> str:
     """Which ATen kernel reads CPU data of ``shape`` gathered on dim ``axis`` at ``n_index``
     indices, seen as ``(pre, size, post)``.
@@ -250,10 +257,22 @@ def torch_layout_plan(
       index, in parallel, in place of the dim-1 loop's ``memcpy`` per element (float32 keeps
       its plain loop).
 
+    - ``indexing``: advanced indexing on the data as given, at an index of ``index_ndim``
+      >= 2 dimensions as given (negatives included, so it is not wrapped), where the output
+      has at most ``TORCH_INDEXING_MAX_ELEMENTS``: one ATen call in place of the wrap, the
+      flatten, ``index_select`` and the view, whose fixed costs outweigh its slower loop
+      there.
+
     Measured on the CPU only: other devices take the data as given. (Cheap tests first: most
     calls are small, and this runs in each.)
     """
-    if axis == 0 or device_type != "cpu":
+    if device_type != "cpu":
+        return "as_is"
+    if index_ndim >= 2:
+        size = shape[axis]
+        if not size or math.prod(shape) // size * n_index <= TORCH_INDEXING_MAX_ELEMENTS:
+            return "indexing"
+    if axis == 0:
         return "as_is"
     pre = math.prod(shape[:axis])
     column = math.prod(shape[axis + 1 :]) == 1

@@ -60,6 +60,8 @@ else:
         ids = torch.from_numpy(ids)
         if mode == "eager":
             return call(data, ids)
+        if mode == "scalar":  # one value, negative when good: read as a Python int
+            return call(data, ids[0, 1])
         if mode == "grad_eager":
             leaf = data.clone().requires_grad_()
             call(leaf, ids).sum().backward()
@@ -115,6 +117,8 @@ def _expected(mode: str) -> np.ndarray:
     if mode.endswith(("rows", "wide")):
         data = np.repeat(DATA, 200, axis=1) if "wide" in mode else DATA
         ids = np.tile(IDS.ravel(), 250)
+    if mode == "scalar":
+        ids = ids[0, 1]
     if mode.startswith("grad"):
         want = np.zeros_like(data)
         np.add.at(want, ids, 1.0)
@@ -155,6 +159,7 @@ def test_numpy_first_call(mode, first):
 
 TORCH_MODES = {
     "eager": EAGER_OOB,
+    "scalar": EAGER_OOB.replace("(0, 1)", "()"),
     "grad_eager": EAGER_OOB,
     "compile": GRAPH_OOB,
     "layer": GRAPH_OOB,
@@ -183,7 +188,8 @@ def test_torch_first_call(mode):
 
 
 @pytest.mark.parametrize(
-    "mode", ["eager", "compile", "rows", "grad_wide", "blocks", "columns", "few_columns"]
+    "mode",
+    ["eager", "scalar", "compile", "rows", "grad_wide", "blocks", "columns", "few_columns"],
 )
 def test_torch_first_call_is_a_bad_one(mode):
     need("torch")

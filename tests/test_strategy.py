@@ -235,6 +235,9 @@ TORCH_FORWARD = [
     ((3, 2, 40, 1), (np.arange(64) * 3 % 80 - 40).reshape(8, 8), -2, 1),
     ((70, 300), (np.arange(64) * 7 % 600 - 300).reshape(2, 32), 1, 2),
     ((5, 2, 600, 1), np.arange(1100) * 7 % 1200 - 600, 2, 1),
+    # an index of two dimensions past advanced indexing's limit: flattened for the layouts
+    ((300, 300), (np.arange(64) * 7 % 600 - 300).reshape(2, 32), 1, 2),
+    ((4, 4, 600, 16), (np.arange(64) * 11 % 1200 - 600).reshape(8, 8), 2, 2),
 ]
 
 
@@ -246,66 +249,90 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
 ):
     """One ``index_select`` call on contiguous data itself or on the view of it that
     ``torch_layout_plan`` names (sharing its memory), or one ``torch.gather`` on the data at
-    the index expanded without a copy, at the indices made non-negative, whatever the shape
-    or thread count; for ``out=`` too."""
+    the index expanded without a copy, at the indices made non-negative, or (``indexing``,
+    at an index of two or more dimensions) advanced indexing on the data at the index as
+    given, whatever the shape or thread count; for ``out=`` (the index as one dimension)
+    too."""
     torch = need("torch")
     idx = np.asarray(indices, dtype=index_dtype)
     host = np.random.default_rng(0).standard_normal(shape).astype(dtype)
     data = torch.from_numpy(host)
     ax = axis % len(shape)
     pre, size, post = math.prod(shape[:ax]), shape[ax], math.prod(shape[ax + 1 :])
-    plan = st.torch_layout_plan("cpu", shape, ax, idx.size, dtype == "float32")
-    want_kernel, want_shape, want_dim = {
-        "as_is": ("index_select", shape, ax), "blocks": ("index_select", (pre, size, post), 1),
-        "gather": ("gather", shape, ax), "columns": ("index_select", (pre, 1, size, 1), 2),
-    }[plan]  # fmt: skip
+    float32 = dtype == "float32"
+    plans = [st.torch_layout_plan("cpu", shape, ax, idx.size, float32, n) for n in (idx.ndim, 1)]
     calls = []
 
-    def spy(name):
-        real = getattr(torch, name)
+    def spy(name, owner=torch):
+        real = getattr(owner, name)
 
-        def call(source, dim, index, **kwargs):
-            calls.append((name, source, dim, index.clone(), index.stride()))
-            return real(source, dim, index, **kwargs)
+        def call(source, *args, **kwargs):
+            if source is data or name != "__getitem__":
+                calls.append((name, source, *args))
+            return real(source, *args, **kwargs)
 
-        monkeypatch.setattr(torch, name, call)
+        monkeypatch.setattr(owner, name, call)
 
     spy("index_select")
     spy("gather")
+    spy("__getitem__", torch.Tensor)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     want = np.take(host, idx, axis=axis)
+    index = torch.from_numpy(idx)
     try:
-        got = gatherx.gather(data, torch.from_numpy(idx), axis=axis)
+        got = gatherx.gather(data, index, axis=axis)
+        forward = list(calls)
         into = torch.full(want.shape, np.nan, dtype=data.dtype)
-        assert gatherx.gather(data, torch.from_numpy(idx), axis=axis, out=into) is into
+        assert gatherx.gather(data, index, axis=axis, out=into) is into
     finally:
         torch.set_num_threads(before)
     np.testing.assert_array_equal(got.numpy(), want)
     np.testing.assert_array_equal(into.numpy(), want)
+    np.testing.assert_array_equal(index.numpy(), idx)  # never written
+    # the scalar index's slice is copied by select_copy, not index_select
+    assert [len(forward), len(calls)] == ([0, 1] if idx.ndim == 0 else [1, 2])
     wrapped = idx.reshape(-1) % shape[axis]
-    for kernel, source, dim, index, strides in calls:
+    for plan, (kernel, source, *args) in zip(plans[idx.ndim == 0 :], calls, strict=True):
+        if plan == "indexing":  # the data as given, at the index as given: no wrap
+            assert (kernel, source) == ("__getitem__", data)
+            (key,) = args
+            assert key[:ax] == (slice(None),) * ax
+            assert key[ax:] == (index,)
+            continue
+        dim, index_used = args[:2]
+        want_kernel, want_shape, want_dim = {
+            "as_is": ("index_select", shape, ax),
+            "blocks": ("index_select", (pre, size, post), 1),
+            "gather": ("gather", shape, ax),
+            "columns": ("index_select", (pre, 1, size, 1), 2),
+        }[plan]
         assert kernel == want_kernel
         assert source is data if plan == "as_is" else source.data_ptr() == data.data_ptr()
         assert (tuple(source.shape), dim) == (want_shape, want_dim)
+        used = index_used
         if kernel == "gather":  # the index's one dimension on the axis, broadcast elsewhere
-            broadcast = [st for d, st in enumerate(strides) if d != dim and shape[d] > 1]
+            broadcast = [st for d, st in enumerate(used.stride()) if d != dim and shape[d] > 1]
             assert broadcast == [0] * len(broadcast)
-            index = index[tuple(slice(None) if d == dim else 0 for d in range(index.ndim))]
-        np.testing.assert_array_equal(index.numpy(), wrapped)
-    # the scalar index's slice is copied by select_copy, not index_select
-    assert len(calls) == (1 if idx.ndim == 0 else 2)
+            used = used[tuple(slice(None) if d == dim else 0 for d in range(used.ndim))]
+        np.testing.assert_array_equal(used.numpy(), wrapped)
 
 
-@pytest.mark.parametrize(("shape", "axis", "n"), [((70, 300), 1, 64), ((2, 3, 40, 5), 2, 40)])
-def test_torch_layouts_in_plain_eager_code_only(monkeypatch, shape, axis, n):
+@pytest.mark.parametrize(
+    ("shape", "axis", "index_shape"),
+    [((70, 300), 1, (64,)), ((2, 3, 40, 5), 2, (40,)), ((9, 5), 0, (2, 3))],
+)
+def test_torch_layouts_in_plain_eager_code_only(monkeypatch, shape, axis, index_shape):
     """Under a torch.func transform the data is read as given by ``index_select``, whatever
     ``torch_layout_plan`` picks for plain eager code; values and tangents as np.take's."""
     torch = need("torch")
-    assert st.torch_layout_plan("cpu", shape, axis, n, False) != "as_is"
+    n = math.prod(index_shape)
+    plan = st.torch_layout_plan("cpu", shape, axis, n, False, len(index_shape))
+    assert plan != "as_is"
     rng = np.random.default_rng(3)
     data, tangent = (torch.from_numpy(rng.standard_normal(shape)) for _ in range(2))
-    idx = torch.from_numpy(np.arange(n) * 7 % (2 * shape[axis]) - shape[axis])
+    values = np.arange(n) * 7 % (2 * shape[axis]) - shape[axis]
+    idx = torch.from_numpy(values.reshape(index_shape))
     calls = []
 
     def spying(name):
@@ -346,10 +373,20 @@ def test_torch_layouts_in_plain_eager_code_only(monkeypatch, shape, axis, n):
      ("cpu", (64, 9), 1, 64, False, "gather"), ("cpu", (64, 9), 1, 31, True, "as_is"),
      ("cpu", (63, 9), 1, 31, False, "as_is"), ("cpu", (64, 9, 2), 1, 31, False, "as_is"),
      ("cpu", (1000, 9), 1, 99, True, "as_is"), ("cuda", (64, 9), 1, 9, False, "as_is"),
-     ("cuda", (2, 1, 9, 7), 2, 99, False, "as_is"), ("cuda", (128, 9), 1, 99, False, "as_is")],
+     ("cuda", (2, 1, 9, 7), 2, 99, False, "as_is"), ("cuda", (128, 9), 1, 99, False, "as_is"),
+     # (indices, index rank) of two or more dimensions: advanced indexing up to 8192 outputs
+     ("cpu", (9, 5), 0, (4, 2), False, "indexing"), ("cpu", (9, 5), 0, (4, 1), False, "as_is"),
+     ("cpu", (9, 5), 1, (8, 3), False, "indexing"),
+     ("cpu", (9, 4096), 0, (2, 2), True, "indexing"), ("cpu", (9, 4096), 0, (3, 2), True, "as_is"),
+     ("cpu", (128, 9), 1, (64, 2), False, "indexing"),
+     ("cpu", (128, 9), 1, (65, 2), False, "gather"), ("cpu", (0, 9), 0, (5, 3), False, "indexing"),
+     ("cpu", (4, 0, 9), 1, (5, 3), False, "indexing"),
+     ("cpu", (2, 2, 9, 7), 2, (3, 3), False, "indexing"),
+     ("cuda", (9, 5), 0, (4, 2), False, "as_is")],
 )  # fmt: skip
 def test_torch_layout_plan_branches(device, shape, axis, n, float32, want):
-    assert st.torch_layout_plan(device, shape, axis, n, float32) == want
+    n, k = n if isinstance(n, tuple) else (n, 1)
+    assert st.torch_layout_plan(device, shape, axis, n, float32, k) == want
 
 
 @pytest.mark.parametrize(

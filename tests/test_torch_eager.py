@@ -35,7 +35,11 @@ def _host(out: torch.Tensor) -> np.ndarray:
         ((6, 3), [[5, 0], [2, 2]], 0),
         ((6, 3), [[-1, 0], [-6, 2]], 0),  # negatives: ATen refuses, gatherx wraps
         ((6,), 4, 0),
+        ((6,), -2, 0),  # a scalar, read as a Python int as given
+        ((6, 3, 2), -3, 1),
         ((6, 3, 2), [2, -1], -2),
+        ((6, 3), np.zeros((2, 0)), 1),  # empty: nothing to check
+        ((6, 3, 2), [[[-6]], [[5]]], 0),
         ((2, 6, 3), [[0], [5]], 1),
         # the layouts of many indices: torch.gather for columns, index_select on a view
         ((70, 30), (np.arange(64) * 7 % 60 - 30).reshape(2, 32), 1),
@@ -62,10 +66,14 @@ def test_eager_matches_numpy(dtype, shape, indices, axis, index_dtype):
         ([[0, 1], [1, -7]], 0, r"idx=-7 at position \(1, 1\)"),
         ([2, 0, -4], 1, r"idx=-4 at position \(2,\) of indices must be within the inclusive "
          r"range \[-3,2\] for axis 1 of size 3"),
+        (-4, 1, r"idx=-4 at position \(\) of indices must be within the inclusive range "
+         r"\[-3,2\] for axis 1 of size 3"),
+        (6, 0, r"idx=6 at position \(\) of indices must be within the inclusive range \[-6,5\]"),
     ],
 )  # fmt: skip
-def test_eager_errors_name_value_and_position(indices, axis, message):
-    data = torch.zeros(6, 3, requires_grad=True)
+@pytest.mark.parametrize("requires_grad", [True, False])
+def test_eager_errors_name_value_and_position(indices, axis, message, requires_grad):
+    data = torch.zeros(6, 3, requires_grad=requires_grad)
     before = data.detach().clone()
     index = torch.tensor(indices)
     with pytest.raises(IndexError, match=message) as info:
@@ -92,6 +100,11 @@ def test_eager_parameter_and_non_contiguous_inputs():
     strided = torch.randn(4, 10, dtype=torch.float64).t()  # (10, 4), not contiguous
     got = gatherx.gather(strided, torch.tensor([1, -2]), axis=0)
     np.testing.assert_array_equal(got.numpy(), strided.numpy()[[1, -2]])
+    columns = torch.tensor([[3, 0, -4], [-1, 2, 1]]).t()  # not contiguous
+    for data in (table.detach(), strided):  # advanced indexing at the index as given
+        got = gatherx.gather(data, columns, axis=1)
+        want = np.take(data.numpy(), columns.numpy(), axis=1)
+        np.testing.assert_array_equal(got.numpy(), want)
 
 
 @pytest.mark.parametrize("axis", [0, 1, -1])

@@ -10,7 +10,14 @@ import torch
 from ... import _errors, _policy, _rules
 from ..base import Backend
 from . import autograd, bounds, kernels, subclasses
-from .domain import PLAIN_TYPES, check_sparse, eager_bounded, eager_cpu_call
+from .domain import (
+    PLAIN_TYPES,
+    check_sparse,
+    eager_bounded,
+    eager_checked,
+    eager_cpu_call,
+    eager_position,
+)
 from .modes import compiling, needs_autograd, plain_eager, tracing
 
 _grad_enabled = torch.is_grad_enabled
@@ -27,11 +34,23 @@ class TorchBackend(Backend):
     def gather(self, data: Any, indices: Any, axis: Any, opset: Any, sparse: bool = False) -> Any:
         if eager_cpu_call(data, indices, axis, opset):
             axis %= data.ndim
-            index = eager_bounded(indices, data.shape[axis], opset)
-            if index is not None:  # else the flow reports the first bad index
-                if data.requires_grad and _grad_enabled():
+            size = data.shape[axis]
+            if data.requires_grad and _grad_enabled():
+                index = eager_bounded(indices, size, opset)
+                if index is not None:  # else the flow reports the first bad index
                     return autograd.GatherEager.apply(data, index, axis, sparse)
-                return kernels.take(data, index, axis)
+            elif not indices.ndim:  # select reads a negative position itself: no wrap
+                at = eager_position(indices, size, opset)
+                if at is not None:  # else the flow reports the bad index
+                    return kernels.take_at(data, at, axis)
+            else:
+                plan = kernels.plan_of(data, axis, indices.numel(), indices.ndim)
+                # advanced indexing reads negative positions too: no wrap
+                if plan[0] == "indexing" and eager_checked(indices, size, opset):
+                    return kernels.take_indexed(data, indices, axis)
+                index = eager_bounded(indices, size, opset)
+                if index is not None:  # else the flow reports the first bad index
+                    return kernels.take(data, index, axis, plan)
         return self.take(*self.prepared(data, indices, axis, opset), sparse)
 
     def check_sparse(self, x: Any, fn: str, flag: str) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -92,6 +92,22 @@ def eager_bounded(
     if flat:
         return torch.from_numpy(wrapped.reshape(-1))
     return indices if wrapped is host else torch.from_numpy(wrapped)
+
+
+def eager_position(indices: torch.Tensor, size: int, opset: int) -> int | None:
+    """The value of the 0-d index of an :func:`eager_cpu_call` as a Python int, as given
+    (negatives included), or None if it lies out of range."""
+    value = cast(int, indices.tolist())
+    return None if _rules.out_of_range(value, value, size, opset) else value
+
+
+def eager_checked(indices: torch.Tensor, size: int, opset: int) -> bool:
+    """Whether every value of the index of an :func:`eager_cpu_call` lies in range (read on
+    the host, left as given)."""
+    if not indices.numel():
+        return True
+    low, high = _rules.host_extremes(indices.numpy())
+    return not _rules.out_of_range(low, high, size, opset)
 
 
 #: The dtypes PyTorch's sparse tensors cannot hold: the unsigned "shell" dtypes, whose sums

@@ -39,53 +39,91 @@ def host_scalar(index: torch.Tensor) -> bool:
     )
 
 
-def take(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
+def take(
+    data: torch.Tensor, index: torch.Tensor, axis: int, plan: tuple[str, bool] | None = None
+) -> torch.Tensor:
     """``data`` gathered along ``axis`` at a checked, non-negative ``index``.
 
-    :func:`select` as :func:`layout` says (at the index flattened, its output then viewed in
-    the output's shape), on non-contiguous data as
-    :func:`gatherx._strategy.torch_forward_plan` says; a scalar index read on the host takes
-    ``torch.select_copy`` of its one slice.
+    As :func:`plan_of` says (``plan``, if given, is its answer for ``data`` and ``index``):
+    :func:`select` (at the index flattened, its output then viewed in the output's shape) or
+    advanced indexing at the index as given; a scalar index read on the host takes
+    :func:`take_at`.
     """
+    if host_scalar(index):
+        return take_at(data, int(index), axis)
     twin = BIT_TWIN.get(data.dtype)
     source = data if twin is None else data.view(twin)
-    if host_scalar(index):
-        out = torch.select_copy(source, axis, int(index))
+    k = index.ndim
+    if k != 1 and is_dtensor(index):
+        index = replicated_everywhere(index)  # DTensor's reshape miscounts some shards
+    kernel, copy = plan_of(source, axis, index.numel(), k) if plan is None else plan
+    if kernel == "indexing":
+        # the index's dimensions in place of the axis, as given (a 0-d index would index
+        # as an int, a view: taken as one, its axis then dropped)
+        out = _indexed(source, axis, index if k else index.reshape(1))
+        if not k:
+            out = out.squeeze(axis)
     else:
-        k = index.ndim
-        if k != 1 and is_dtensor(index):
-            index = replicated_everywhere(index)  # DTensor's reshape miscounts some shards
-        n = index.numel()
-        plan = layout(source, axis, n)
-        copy = "index_select"
-        # The TorchScript ONNX exporter replaces this body by one Gather node, but it still
-        # traces it: the plain call keeps that trace simple.
-        if not source.is_contiguous() and not tracing():
-            size = source.shape[axis]
-            n_out = source.numel() // size * n if size else 0
-            copy = torch_forward_plan(False, source.numel(), n_out)
-        if copy == "indexing" and plan != "gather":
-            # the index's dimensions in place of the axis, as given (a 0-d index would index
-            # as an int, a view: taken as one, its axis then dropped)
-            out = source[(slice(None),) * axis + (index if k else index.reshape(1),)]
-            if not k:
-                out = out.squeeze(axis)
-        else:
-            if copy == "contiguous":
-                source = source.contiguous()
-            out = select(source, axis, index if k == 1 else index.reshape(-1), plan)
-            if k != 1 or plan in _VIEWS:  # the output's shape (unflatten has no vmap rule)
-                out = out.view(_rules.output_shape(data.shape, index.shape, axis))
+        if copy:
+            source = source.contiguous()
+        out = select(source, axis, index if k == 1 else index.reshape(-1), kernel)
+        if k != 1 or kernel in _VIEWS:  # the output's shape (unflatten has no vmap rule)
+            out = out.view(_rules.output_shape(data.shape, index.shape, axis))
     return out if twin is None else out.view(data.dtype)
 
 
-def layout(source: torch.Tensor, axis: int, n_index: int) -> str:
+def plan_of(source: torch.Tensor, axis: int, n_index: int, index_ndim: int) -> tuple[str, bool]:
+    """How :func:`take` reads ``source`` at an index of ``n_index`` values and ``index_ndim``
+    dimensions: (``indexing`` or a :func:`select` plan, whether on a contiguous copy).
+
+    The :func:`layout` plan; on non-contiguous data, as
+    :func:`gatherx._strategy.torch_forward_plan` says: read where it lies by advanced
+    indexing (``torch.gather`` keeps its columns), or by the plan on a contiguous copy.
+    """
+    plan = layout(source, axis, n_index, index_ndim)
+    # The TorchScript ONNX exporter replaces this body by one Gather node, but it still
+    # traces it: the plain call keeps that trace simple.
+    if plan == "indexing" or source.is_contiguous() or tracing():
+        return plan, False
+    size = source.shape[axis]
+    n_out = source.numel() // size * n_index if size else 0
+    copy = torch_forward_plan(False, source.numel(), n_out)
+    if copy == "indexing" and plan != "gather":
+        return "indexing", False
+    return plan, copy == "contiguous"
+
+
+def take_at(data: torch.Tensor, at: int, axis: int) -> torch.Tensor:
+    """``data``'s one slice at position ``at`` (in [-size, size)) of ``axis``, a copy."""
+    twin = BIT_TWIN.get(data.dtype)
+    if twin is None:
+        return torch.select_copy(data, axis, at)
+    return torch.select_copy(data.view(twin), axis, at).view(data.dtype)
+
+
+def take_indexed(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
+    """``data`` gathered along ``axis`` at a checked ``index`` (negatives included) by
+    advanced indexing: the :func:`layout` plan ``indexing``."""
+    twin = BIT_TWIN.get(data.dtype)
+    if twin is None:
+        return _indexed(data, axis, index)
+    return _indexed(data.view(twin), axis, index).view(data.dtype)
+
+
+def _indexed(source: torch.Tensor, axis: int, index: torch.Tensor) -> torch.Tensor:
+    """``source[..., index, ...]`` with ``index`` on ``axis``: its dimensions in the axis's
+    place."""
+    return source[(slice(None),) * axis + (index,)]
+
+
+def layout(source: torch.Tensor, axis: int, n_index: int, index_ndim: int = 1) -> str:
     """:func:`gatherx._strategy.torch_layout_plan` for ``source``: its plans for plain
     tensors in plain eager code, ``as_is`` for any other."""
-    if axis == 0:  # the plan's first case, before any of the tensor's attributes is read
+    if axis == 0 and index_ndim < 2:  # the plan's as_is, before the tensor's attributes
         return "as_is"
     kind = "cpu" if source.is_cpu else "other"
-    plan = torch_layout_plan(kind, source.shape, axis, n_index, source.dtype is _FLOAT32)
+    float32 = source.dtype is _FLOAT32
+    plan = torch_layout_plan(kind, source.shape, axis, n_index, float32, index_ndim)
     if plan == "as_is" or (type(source) in PLAIN_TYPES and plain_eager()):
         return plan
     return "as_is"
