@@ -54,6 +54,7 @@ def test_eager_matches_numpy(dtype, shape, indices, axis, index_dtype):
     got = gatherx.gather(data, torch.from_numpy(idx), axis=axis)
     assert got.dtype == data.dtype
     assert got.device == data.device
+    assert got.is_contiguous()  # as index_select's, whichever kernel read it
     assert tuple(got.shape) == _oracle(data, idx, axis).shape
     np.testing.assert_array_equal(_host(got), _oracle(data, idx, axis))
 
