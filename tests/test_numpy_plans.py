@@ -62,16 +62,21 @@ def test_every_plan_matches_take(plan, shape, axis, index_shape, index_dtype, dt
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("plan", nb.FORWARD_PLANS)
+@pytest.mark.parametrize("plan", [None, *nb.FORWARD_PLANS])  # None: the automatic choice
 @pytest.mark.parametrize("dtype", ["float32", ">f4", "<i8", ">i2", "bool", "complex128", "object"])
-def test_rank_0_result_keeps_the_dtype(plan, dtype):
-    data = np.array([3, 1, 4, 1, 5], dtype=dtype)
+@pytest.mark.parametrize("step", [1, 3])
+def test_rank_0_result_keeps_the_dtype(plan, dtype, step):
+    data = np.array([3, 1, 4, 1, 5] * step, dtype=dtype)[::step]
     for value in (-5, -1, 0, 4):
         got = nb.take_by_plan(plan, data, np.array(value), 0)
         assert type(got) is np.ndarray
         assert got.shape == ()
         assert got.dtype == data.dtype
         assert got[()] == data[value]
+        assert not np.shares_memory(got, data)
+    for bad in (5, -6):
+        with pytest.raises(IndexError):
+            nb.take_by_plan(plan, data, np.array(bad), 0)
 
 
 @pytest.mark.parametrize("dtype", [">f4", ">i8", "<f8"])

@@ -232,10 +232,12 @@ def take_by_plan(plan: str | None, data: np.ndarray, index: np.ndarray, axis: in
     """
     if index.ndim == 0 and data.ndim == 1:
         # A scalar comes back here, and a 0-d array of it may change its dtype (objects,
-        # byte order); Gather's output is an array of the data's dtype. One element: the
-        # scalar plan's take of one row, with no plan to look up.
+        # byte order); Gather's output is an array of the data's dtype. One element: a copy
+        # of the 0-d basic slice (ndarray.take would copy non-contiguous data whole first),
+        # with no plan to look up; basic indexing refuses a value outside [-s, s-1] with
+        # IndexError, as plans do.
         if plan is None:
-            return data.take(index.reshape(1)).reshape(())
+            return data[int(index), ...].copy()
         return take_by_plan(plan, data, index.reshape(1), 0).reshape(())
     shape = data.shape
     if index.size == 0:  # nothing to read (ndarray.take would still visit every outer row)
