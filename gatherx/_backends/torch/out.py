@@ -9,7 +9,6 @@ import torch
 
 from ... import _errors, _rules
 from ..._rules import Span
-from ..._strategy import torch_forward_plan
 from ..base import Backend, OutWriter, host_span
 from . import bounds, kernels
 from .domain import STRIDED, eager_bounded, eager_cpu_call
@@ -115,22 +114,17 @@ class TorchOut(OutWriter):
         twin = kernels.BIT_TWIN.get(data.dtype)
         if twin is not None:  # uint16/32/64 have few kernels: the same bits as signed ints
             data, out = data.view(twin), out.view(twin)
-        contiguous = out.is_contiguous()
-        # the forward's plan for strided data: a copy pays for itself on an output this large
-        if (
-            contiguous
-            and not data.is_contiguous()
-            and torch_forward_plan(False, data.numel(), out.numel()) == "contiguous"
-        ):
-            data = data.contiguous()
-        plan = kernels.layout(data, axis, flat.shape[0])
-        if contiguous and (plan == "gather" or data.is_contiguous()):
-            # written in place, with the index as one dimension
+        plan = kernels.plan_of(data, axis, flat.shape[0], 1)  # the forward's
+        kernel, copy = plan
+        if out.is_contiguous() and kernel != "indexing":
+            # written in place, with the index as one dimension (the views: contiguous data)
+            if copy:
+                data = data.contiguous()
             shape = list(data.shape)
             shape[axis] = flat.shape[0]
-            kernels.select(data, axis, flat, plan, out=out.view(shape))
+            kernels.select(data, axis, flat, kernel, out=out.view(shape))
         else:  # the forward's formulation, copied
-            out.copy_(kernels.take(data, flat, axis).reshape(out.shape))
+            out.copy_(kernels.take(data, flat, axis, plan).reshape(out.shape))
 
 
 #: The one instance the backend uses.
