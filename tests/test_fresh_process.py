@@ -211,9 +211,10 @@ import json, sys, warnings
 warnings.simplefilter("ignore")
 framework, order, layout = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
 import numpy as np
-# small: few indices; short: many 32-byte rows (the rows twice over); rows: 400 indices into
-# 256-byte rows (checked and wrapped in NumPy's passes)
-rows, cols, n = {"small": (4, 3, 4), "short": (300, 8, 5000), "rows": (300, 64, 400)}[layout]
+# small: few indices; scalar: one; short: many 32-byte rows (the rows twice over); rows: 400
+# indices into 256-byte rows (checked and wrapped in NumPy's passes)
+rows, cols, n = {"small": (4, 3, 4), "short": (300, 8, 5000), "rows": (300, 64, 400),
+                 "scalar": (4, 3, 2)}[layout]
 DATA = np.arange(rows * cols, dtype=np.float64).reshape(rows, cols)
 good = np.random.default_rng(0).integers(-rows, rows, n)
 bad = good.copy()
@@ -221,6 +222,8 @@ bad[-2] = rows + 5
 IDS = {"good": good, "bad": bad}
 if layout == "small":
     IDS = {"good": np.array([[3, -1], [0, 2]]), "bad": np.array([[0, 9], [1, 1]])}
+if layout == "scalar":
+    IDS = {"good": np.array(-1), "bad": np.array(9)}
 import gatherx
 shape = (*IDS["good"].shape, cols)
 if framework == "torch":
@@ -245,14 +248,14 @@ print(json.dumps(result))
 
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 @pytest.mark.parametrize("first", ["good", "bad"])
-@pytest.mark.parametrize("layout", ["small", "short", "rows"])
+@pytest.mark.parametrize("layout", ["small", "scalar", "short", "rows"])
 def test_first_call_with_out(framework, first, layout):
     if framework == "torch":
         need("torch")
     order = [first, "bad" if first == "good" else "good", first]
     done = run_python(OUT_SCRIPT, framework, ",".join(order), layout, PYTHONWARNINGS="ignore")
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    bad_value = 9 if layout == "small" else 305
+    bad_value = 9 if layout in ("small", "scalar") else 305
     errors = set()
     for step, (status, right, untouched) in zip(order, result, strict=True):
         if step == "good":

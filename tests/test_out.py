@@ -270,8 +270,8 @@ def test_torch_eager_index_rule(index_dtype, size, shape):
 @pytest.mark.parametrize("strided", [False, True])
 @pytest.mark.parametrize(("shape", "axis"), [((2048, 1024), 1), ((6, 5, 4), 1), ((7, 3), 0)])
 def test_torch_out_scalar_index_by_both_slice_plans(shape, axis, strided):
-    """A scalar index writes its one slice by the eager pick's rule (a column of a wide matrix
-    by narrow_copy, other slices by select_copy), into contiguous and strided out alike."""
+    """A scalar index writes its one slice (``select_copy(out=)`` at the position as given),
+    a column of a wide matrix or a block of rows, into contiguous and strided out alike."""
     torch = need("torch")
     data = torch.arange(float(np.prod(shape))).reshape(shape)
     want = _oracle(data.numpy(), np.array(-2), axis)

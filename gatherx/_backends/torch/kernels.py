@@ -93,12 +93,16 @@ def plan_of(source: torch.Tensor, axis: int, n_index: int, index_ndim: int) -> t
     return plan, copy == "contiguous"
 
 
-def take_at(data: torch.Tensor, at: int, axis: int) -> torch.Tensor:
-    """``data``'s one slice at position ``at`` (in [-size, size)) of ``axis``, a copy."""
+def take_at(
+    data: torch.Tensor, at: int, axis: int, out: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``data``'s one slice at position ``at`` (in [-size, size)) of ``axis``, a copy;
+    written into ``out`` of its shape if given."""
     twin = BIT_TWIN.get(data.dtype)
     if twin is None:
-        return torch.select_copy(data, axis, at)
-    return torch.select_copy(data.view(twin), axis, at).view(data.dtype)
+        return torch.select_copy(data, axis, at, out=out)
+    into = None if out is None else out.view(twin)
+    return torch.select_copy(data.view(twin), axis, at, out=into).view(data.dtype)
 
 
 def take_indexed(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:

@@ -11,7 +11,7 @@ from ... import _errors, _rules
 from ..._rules import Span
 from ..base import Backend, OutWriter, host_span
 from . import bounds, kernels
-from .domain import STRIDED, eager_bounded, eager_cpu_call
+from .domain import STRIDED, eager_bounded, eager_cpu_call, eager_position
 from .modes import compiling, functorch_active, tracing
 
 Tensor = torch.Tensor
@@ -45,10 +45,16 @@ def gather_out(
             and not _rules.overlapping(where, WRITER.span(data))
             and not _rules.overlapping(where, WRITER.span(indices))
         ):
-            flat = eager_bounded(indices, shape[ax], opset, flat=True)
-            if flat is not None:  # else the flow reports the first bad index
-                WRITER.write(data, flat, ax, out)
-                return out
+            if not indices.ndim:  # one slice: select_copy reads a negative position itself
+                at = eager_position(indices, shape[ax], opset)
+                if at is not None:  # else the flow reports the bad index
+                    kernels.take_at(data, at, ax, out)
+                    return out
+            else:
+                flat = eager_bounded(indices, shape[ax], opset, flat=True)
+                if flat is not None:  # else the flow reports the first bad index
+                    WRITER.write(data, flat, ax, out)
+                    return out
     return Backend.gather_out(backend, data, indices, axis, opset, out, WRITER)
 
 
