@@ -168,8 +168,9 @@ def _add_at(shape, index, grad, axis):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.int64])
 @pytest.mark.parametrize(
     ("shape", "indices", "axis"),
-    [((6, 3), [[5, 0], [-1, 5]], 0), ((2, 6, 3), [0, -6, 0, 2], 1), ((4, 5), 3, -1)],
-)
+    [((6, 3), [[5, 0], [-1, 5]], 0), ((2, 6, 3), [0, -6, 0, 2], 1), ((4, 5), 3, -1),
+     ((4, 5), -5, 1), ((2, 6, 3), -1, 1)],  # scalars: the position as given
+)  # fmt: skip
 def test_eager_gather_grad_matches_add_at(dtype, shape, indices, axis):
     index = np.asarray(indices)
     ax = axis % len(shape)
@@ -184,6 +185,9 @@ def test_eager_gather_grad_errors():
     grad = torch.ones(2, 3)
     with pytest.raises(IndexError, match=r"idx=-7 at position \(1,\) of indices must be within"):
         gatherx.gather_grad((6, 3), torch.tensor([0, -7]), grad)
+    for bad in (6, -7):
+        with pytest.raises(IndexError, match=rf"idx={bad} at position \(\) of indices"):
+            gatherx.gather_grad((6, 3), torch.tensor(bad), torch.ones(3))
 
 
 def test_eager_gather_grad_refuses_bad_shapes_and_axes():

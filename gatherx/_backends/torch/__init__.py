@@ -79,6 +79,10 @@ class TorchBackend(Backend):
                 axis %= len(shape)
                 want = _rules.output_shape(shape, indices.shape, axis)
                 if grad.shape == want:
+                    if not indices.ndim and not (grad.requires_grad and _grad_enabled()):
+                        at = eager_position(indices, shape[axis], _GRAD)  # as given
+                        if at is not None:  # else the flow reports the bad index
+                            return kernels.scatter_at(grad, at, axis, shape[axis])
                     index = eager_bounded(indices, shape[axis], _GRAD)
                     if index is not None:  # else the flow reports the first bad index
                         return self.scatter_add(shape, index, grad, axis)

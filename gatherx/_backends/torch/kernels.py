@@ -163,12 +163,8 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
     """Zeros with ``grad`` added at non-negative in-range ``index``; ``size`` is the axis's."""
     if is_dtensor(grad):
         return on_every_rank(lambda g, i: scatter_add(g, i, axis, size), grad, index)
-    if host_scalar(index):  # one slice adds nothing up: it is written into zeros
-        shape = list(grad.shape)
-        shape.insert(axis, size)
-        out = grad.new_zeros(shape)
-        out.select(axis, int(index)).copy_(grad)
-        return out
+    if host_scalar(index):
+        return scatter_at(grad, int(index), axis, size)
     # index_add is deterministic under torch.use_deterministic_algorithms(True), CUDA included.
     k = index.ndim
     flat = index if k == 1 else index.reshape(-1)
@@ -204,6 +200,16 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
     if dtype in _HALF:
         return out.to(dtype)  # rounded once
     return out if out.dtype is dtype else out.view(dtype)
+
+
+def scatter_at(grad: torch.Tensor, at: int, axis: int, size: int) -> torch.Tensor:
+    """Zeros with ``grad`` written at position ``at`` (in [-size, size)) of a new ``axis`` of
+    ``size``: one slice adds nothing up."""
+    shape = list(grad.shape)
+    shape.insert(axis, size)
+    out = grad.new_zeros(shape)
+    out.select(axis, at).copy_(grad)
+    return out
 
 
 def _half_scatter_add(
