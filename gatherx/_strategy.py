@@ -185,9 +185,10 @@ def numpy_grad_plan(
 
 # --------------------------------------------------------------------------- PyTorch
 # Forward: index_select on the data as given (one slice's select_copy for a scalar index read
-# on the host), except on non-contiguous data, which ATen's index_select often copies whole
-# first. Backward: zeros().index_add_() on the data's own shape with an int64 index, which
-# keeps ATen's parallel innermost-dim scatter.
+# on the host, advanced indexing for small indices of two or more dimensions), except on
+# non-contiguous data, which ATen's index_select often copies whole first. Backward:
+# zeros().index_add_() on the data's own shape with an int64 index, which keeps ATen's
+# parallel innermost-dim scatter.
 
 
 def torch_forward_plan(contiguous: bool, data_elements: int, out_elements: int) -> str:
@@ -256,7 +257,6 @@ def torch_layout_plan(
       (few indices, whose loop per row would cost ``gather`` most): a strided column copy per
       index, in parallel, in place of the dim-1 loop's ``memcpy`` per element (float32 keeps
       its plain loop).
-
     - ``indexing``: advanced indexing on the data as given, at an index of ``index_ndim``
       >= 2 dimensions as given (negatives included, so it is not wrapped), where the output
       has at most ``TORCH_INDEXING_MAX_ELEMENTS``: one ATen call in place of the wrap, the
