@@ -9,6 +9,7 @@ import subprocess
 import sys
 from typing import Any
 
+import forked
 import numpy as np
 import pytest
 
@@ -41,16 +42,24 @@ def need(module: str) -> Any:
         pytest.skip(f"{module} is not installed", allow_module_level=True)
 
 
-def run_python(code: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+def run_python(
+    code: str, *args: str, warm: tuple[str, ...] = (), **env: str
+) -> subprocess.CompletedProcess[str]:
     """``python -c code *args`` in a fresh process that imports this checkout's gatherx, with
-    ``env`` added to this process's environment; fails the test if it exits non-zero."""
+    ``env`` added to this process's environment; fails the test if it exits non-zero.
+
+    ``warm``: frameworks the script imports before gatherx; where ``os.fork`` exists the run is
+    a child forked from a parent that imported them and nothing else (see ``forked``)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     paths = [root, os.environ.get("PYTHONPATH", "")]
     full = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p), **env}
-    done = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        capture_output=True, text=True, timeout=300, env=full, check=False,
-    )  # fmt: skip
+    if warm and hasattr(os, "fork"):
+        done = forked.run(code, args, warm, full, timeout=300)
+    else:
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args],
+            capture_output=True, text=True, timeout=300, env=full, check=False,
+        )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 

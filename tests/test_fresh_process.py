@@ -99,7 +99,10 @@ IDS = np.array([[3, -1], [0, 2]])
 
 
 def _run(framework: str, mode: str, order: list[str]) -> list:
-    done = run_python(SCRIPT, framework, mode, ",".join(order), PYTHONWARNINGS="ignore")
+    # Forked from a parent that imported torch (see support.run_python); "eager" starts from
+    # nothing, the control for the forked ones.
+    warm = ("torch",) if framework == "torch" and mode != "eager" else ()
+    done = run_python(SCRIPT, framework, mode, ",".join(order), warm=warm, PYTHONWARNINGS="ignore")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -253,7 +256,10 @@ def test_first_call_with_out(framework, first, layout):
     if framework == "torch":
         need("torch")
     order = [first, "bad" if first == "good" else "good", first]
-    done = run_python(OUT_SCRIPT, framework, ",".join(order), layout, PYTHONWARNINGS="ignore")
+    warm = ("torch",) if framework == "torch" else ()
+    done = run_python(
+        OUT_SCRIPT, framework, ",".join(order), layout, warm=warm, PYTHONWARNINGS="ignore"
+    )
     result = json.loads(done.stdout.strip().splitlines()[-1])
     bad_value = 9 if layout in ("small", "scalar") else 305
     errors = set()
@@ -351,7 +357,9 @@ SCALAR_MODES = {
 def test_torch_scalar_and_vmapped_gather_grad_first_call(mode, first):
     need("torch")
     order = [first, "bad" if first == "good" else "good"] * 2
-    done = run_python(SCALAR_SCRIPT, mode, ",".join(order), PYTHONWARNINGS="ignore")
+    done = run_python(
+        SCALAR_SCRIPT, mode, ",".join(order), warm=("torch",), PYTHONWARNINGS="ignore"
+    )
     out = json.loads(done.stdout.strip().splitlines()[-1])
     want, bad_text = SCALAR_MODES[mode]
     goods = [o for o, s in zip(out, order, strict=True) if s == "good"]
@@ -407,7 +415,7 @@ def test_torch_first_call_complex_scalar_with_grad():
     """Complex data that requires grad at a scalar index: gatherx's Function from the first
     call on (torch's select_copy has no complex backward)."""
     need("torch")
-    done = run_python(COMPLEX_SCALAR_SCRIPT, PYTHONWARNINGS="ignore")
+    done = run_python(COMPLEX_SCALAR_SCRIPT, warm=("torch",), PYTHONWARNINGS="ignore")
     calls = json.loads(done.stdout.strip().splitlines()[-1])
     data = np.arange(6.0).reshape(3, 2)
     for (name, values, real, imag), index in zip(calls, [-1, 1, 0] * 2, strict=True):

@@ -422,4 +422,4 @@ compiled(w).backward()
 assert w.grad.layout is torch.sparse_coo and w.grad.to_dense()[4].tolist() == [1.0, 1.0]
 print("ok")
 """
-    assert run_python(code).stdout.strip() == "ok"
+    assert run_python(code, warm=("torch",)).stdout.strip() == "ok"
