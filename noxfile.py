@@ -19,8 +19,8 @@ CONSTRAINTS = str(ROOT / "constraints.txt")
 PYTHON = "3.11"  # torch's CPU wheel on disk is for CPython 3.11
 #: Where each session leaves its coverage data, one file per process (see pyproject.toml).
 COVERAGE_DATA = ROOT / ".nox" / "_coverage"
-# 7.17: `patch = subprocess` and `patch = fork` measure the child processes, forked ones anew
-COVERAGE = "coverage[toml]>=7.17"
+# 7.11: `patch = subprocess` and `patch = fork` measure the child processes, forked ones anew
+COVERAGE = "coverage[toml]>=7.11"
 #: pytest's options that spread a run's tests over every CPU (pytest-xdist).
 PARALLEL = ["-n", "auto", "--dist", "worksteal"]
 
