@@ -214,20 +214,17 @@ def release(session: nox.Session) -> None:
                     env={"JAX_ENABLE_X64": "0"})  # fmt: skip
 
 
-#: The array-API libraries verified beyond array-api-strict (pinned in constraints.txt), each
-#: with the namespace `gatherx check --namespace` takes.
-LIBRARIES = {"cubed": "cubed.array_api", "ndonnx": "ndonnx", "sparse": "sparse"}
+#: The array-API libraries verified beyond array-api-strict (pinned in constraints.txt).
+LIBRARIES = ["cubed", "ndonnx", "sparse"]
 
 
 @nox.session(python=PYTHON)
 def libraries(session: nox.Session) -> None:
-    """cubed, ndonnx and pydata sparse through the array-API backend, then `gatherx check` on
-    each namespace."""
+    """cubed, ndonnx and pydata sparse through the array-API backend, `gatherx check` on each
+    namespace included (a test each, run beside the others)."""
     install(session, "-e", ".[test]", *LIBRARIES, *TEST_TOOLS)
     pytest(session, "tests/test_array_api_libraries.py", *PARALLEL,
            require="cubed,ndonnx,sparse,onnx,onnxruntime,ml_dtypes")  # fmt: skip
-    for namespace in LIBRARIES.values():
-        measured(session, "-m", "gatherx", "check", "--namespace", namespace)
 
 
 #: The executed notebooks (.ipynb, outputs and all) that the docs build renders.

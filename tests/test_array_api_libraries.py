@@ -8,6 +8,8 @@ index ranks 0-2, permutations, duplicates, negatives, empty and zero-size), for 
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -584,3 +586,22 @@ assert isinstance(out, sparse.COO) and (out.todense() == np.eye(4)[[[3, 3], [0, 
 def test_first_call_in_a_fresh_process(module):
     need(module)
     run_python(FIRST_CALLS[module])
+
+
+# -- the conformance suite, as users run it ---------------------------------------------------
+
+#: Each library's array-API namespace, as `gatherx check --namespace` takes it.
+NAMESPACES = {"cubed": "cubed.array_api", "ndonnx": "ndonnx", "sparse": "sparse"}
+
+
+@pytest.mark.parametrize("module", sorted(NAMESPACES))
+def test_gatherx_check_passes_on_the_namespace(module):
+    """`gatherx check --namespace` in a process of its own: every case it runs passes (the
+    slowest test here, so it shares the run's workers with the others)."""
+    need(module)
+    args = [sys.executable, "-m", "gatherx", "check", "--namespace", NAMESPACES[module]]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    summary = done.stdout.strip().splitlines()[-1]  # "passed: N passed, 0 failed, M skipped"
+    passed, failed = (int(summary.split()[k]) for k in (1, 3))
+    assert (passed > 0, failed) == (True, 0), done.stdout[-3000:]
