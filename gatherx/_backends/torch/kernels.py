@@ -20,11 +20,24 @@ from .subclasses import is_dtensor, on_every_rank, replicated_everywhere
 # uint16/32/64 are "shell" dtypes with few kernels; gather is pure data movement, so it runs
 # on the same bits viewed as the signed type of the same width.
 BIT_TWIN = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+
 _FLOAT32 = torch.float32
 _VIEWS = frozenset({"blocks", "columns"})  # the layouts that read the data through a view
 _HALF = frozenset(getattr(torch, name) for name in _rules.HALF_DTYPES)
 _INDEX_NAMES = {torch.int32: "int32", torch.int64: "int64"}
 _INT_MAX = {torch.int32: 2**31 - 1, torch.int64: 2**63 - 1}
+
+
+def signed_view(x: torch.Tensor) -> torch.Tensor:
+    """``x``, or for a uint16/32/64 tensor its bits viewed as the signed integers of its width
+    (:data:`BIT_TWIN`); :func:`bits_as` views a result back."""
+    twin = BIT_TWIN.get(x.dtype)
+    return x if twin is None else x.view(twin)
+
+
+def bits_as(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A result of :func:`signed_view`'s tensors viewed back as ``dtype``."""
+    return x if x.dtype is dtype else x.view(dtype)
 
 
 def host_scalar(index: torch.Tensor) -> bool:
@@ -51,8 +64,7 @@ def take(
     """
     if host_scalar(index):
         return take_at(data, int(index), axis)
-    twin = BIT_TWIN.get(data.dtype)
-    source = data if twin is None else data.view(twin)
+    source = signed_view(data)
     k = index.ndim
     if k != 1 and is_dtensor(index):
         index = replicated_everywhere(index)  # DTensor's reshape miscounts some shards
@@ -69,7 +81,7 @@ def take(
         out = select(source, axis, index if k == 1 else index.reshape(-1), kernel)
         if k != 1 or kernel in _VIEWS:  # the output's shape (unflatten has no vmap rule)
             out = out.view(_rules.output_shape(data.shape, index.shape, axis))
-    return out if twin is None else out.view(data.dtype)
+    return bits_as(out, data.dtype)
 
 
 def plan_of(source: torch.Tensor, axis: int, n_index: int, index_ndim: int) -> tuple[str, bool]:
@@ -98,20 +110,20 @@ def take_at(
 ) -> torch.Tensor:
     """``data``'s one slice at position ``at`` (in [-size, size)) of ``axis``, a copy;
     written into ``out`` of its shape if given."""
-    twin = BIT_TWIN.get(data.dtype)
-    if twin is None:
+    source = signed_view(data)
+    if source is data:
         return torch.select_copy(data, axis, at, out=out)
-    into = None if out is None else out.view(twin)
-    return torch.select_copy(data.view(twin), axis, at, out=into).view(data.dtype)
+    into = None if out is None else signed_view(out)
+    return bits_as(torch.select_copy(source, axis, at, out=into), data.dtype)
 
 
 def take_indexed(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
     """``data`` gathered along ``axis`` at a checked ``index`` (negatives included) by
     advanced indexing: the :func:`layout` plan ``indexing``."""
-    twin = BIT_TWIN.get(data.dtype)
-    if twin is None:
+    source = signed_view(data)
+    if source is data:
         return _indexed(data, axis, index)
-    return _indexed(data.view(twin), axis, index).view(data.dtype)
+    return bits_as(_indexed(source, axis, index), data.dtype)
 
 
 def _indexed(source: torch.Tensor, axis: int, index: torch.Tensor) -> torch.Tensor:
@@ -187,9 +199,7 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
         source = source.float()
     else:
         # two's-complement addition gives the same bits for signed and unsigned integers
-        twin = BIT_TWIN.get(dtype)
-        if twin is not None:
-            source = source.view(twin)
+        source = signed_view(source)
     zeros = source.new_zeros(shape)
     if functorch_active():
         # vmap batches the index and not the gradient: zeros made from the gradient are not
@@ -199,7 +209,7 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
         out = zeros.index_add_(axis, flat, source)
     if dtype in _HALF:
         return out.to(dtype)  # rounded once
-    return out if out.dtype is dtype else out.view(dtype)
+    return bits_as(out, dtype)
 
 
 def scatter_at(grad: torch.Tensor, at: int, axis: int, size: int) -> torch.Tensor:

@@ -117,9 +117,7 @@ class TorchOut(OutWriter):
     def write(self, data: torch.Tensor, flat: torch.Tensor, axis: int, out: Tensor) -> None:
         """Write ``data`` gathered along ``axis`` at a checked, non-negative 1-D index into
         a non-empty ``out``."""
-        twin = kernels.BIT_TWIN.get(data.dtype)
-        if twin is not None:  # uint16/32/64 have few kernels: the same bits as signed ints
-            data, out = data.view(twin), out.view(twin)
+        data, out = kernels.signed_view(data), kernels.signed_view(out)
         plan = kernels.plan_of(data, axis, flat.shape[0], 1)  # the forward's
         kernel, copy = plan
         if out.is_contiguous() and kernel != "indexing":
