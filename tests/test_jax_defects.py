@@ -384,7 +384,7 @@ print(json.dumps({
 
 @pytest.mark.parametrize("first", ["jit", "jit_scalar", "vmap", "grad"])
 def test_first_call_in_a_fresh_process(first) -> None:
-    proc = run_python(textwrap.dedent(_FRESH), first)
+    proc = run_python(textwrap.dedent(_FRESH), first, warm=("jax",))
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     data = np.arange(12.0).reshape(4, 3)
     idx = np.array(-1 if first == "jit_scalar" else [3, -1, 0, 2])
