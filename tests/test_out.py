@@ -143,18 +143,20 @@ def test_torch_out_from_non_contiguous_data_follows_the_forward_plan(monkeypatch
 
 @pytest.mark.parametrize("columns", [60, 200])  # the forward copies the data; reads it as given
 @pytest.mark.parametrize("index_dtype", ["int32", "int64"])
-def test_torch_out_columns_written_by_gather_in_place(monkeypatch, columns, index_dtype):
-    """float64 columns of many rows at many indices, from contiguous or strided data:
+@pytest.mark.parametrize("dtype", ["float64", "float16", "bfloat16"])  # half: moved as int16
+def test_torch_out_columns_written_by_gather_in_place(monkeypatch, columns, index_dtype, dtype):
+    """Columns of many rows at many indices, from contiguous or strided data:
     ``torch.gather`` writes into ``out`` itself, np.take's values."""
     torch = need("torch")
     idx = torch.from_numpy((np.arange(64) * 7 % 60 - 30).astype(index_dtype))
-    wide = torch.arange(70.0 * columns, dtype=torch.float64).reshape(70, columns)
+    wide = (torch.arange(70 * columns) % 1000 - 500).reshape(70, columns).to(getattr(torch, dtype))
     calls = _outs_of(monkeypatch, torch, "gather")
     for data in (wide[:, :30], wide[:, ::2]):
-        want = _oracle(data.numpy(), idx.numpy(), 1)
+        want = _oracle(data.double().numpy(), idx.numpy(), 1)
         out = torch.zeros(want.shape, dtype=data.dtype)
         assert gatherx.gather(data, idx, axis=1, out=out) is out
-        np.testing.assert_array_equal(out.numpy(), want)
+        assert out.dtype == data.dtype
+        np.testing.assert_array_equal(out.double().numpy(), want)
         assert calls.pop().data_ptr() == out.data_ptr()
 
 

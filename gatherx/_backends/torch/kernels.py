@@ -20,6 +20,9 @@ from .subclasses import is_dtensor, on_every_rank, replicated_everywhere
 # uint16/32/64 are "shell" dtypes with few kernels; gather is pure data movement, so it runs
 # on the same bits viewed as the signed type of the same width.
 BIT_TWIN = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+# torch.gather's CPU loop moves float16/bfloat16 elements 1.2-5.5x slower than int16 ones
+# (docs/performance_details.md): the ``gather`` plan moves their bits as int16.
+GATHER_TWIN = {torch.float16: torch.int16, torch.bfloat16: torch.int16}
 
 _FLOAT32 = torch.float32
 _VIEWS = frozenset({"blocks", "columns"})  # the layouts that read the data through a view
@@ -157,6 +160,10 @@ def select(
         return torch.index_select(source, axis, flat, out=out)
     n = flat.shape[0]
     if plan == "gather":  # the index expanded over every other dim: a view, no copy
+        twin = GATHER_TWIN.get(source.dtype)
+        if twin is not None:
+            into = None if out is None else out.view(twin)
+            return select(source.view(twin), axis, flat, plan, into).view(source.dtype)
         shape = list(source.shape)
         shape[axis] = n
         dims = [1] * len(shape)
