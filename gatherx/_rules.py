@@ -214,9 +214,11 @@ def wrapped_ints(flat: list[int], size: int, opset: int) -> list[int] | None:
 def host_wrapped(values: np.ndarray, size: int, opset: int) -> np.ndarray | None:
     """Host int32/int64 ``values`` (native byte order) checked against :func:`index_range`
     and made non-negative: an array of their shape in [0, size-1] (``values`` itself where
-    none is negative and few are read), or None if one lies outside the range.
+    none is negative), or None if one lies outside the range.
 
-    Two passes and a maximum, without a branch: read as unsigned integers, a value in
+    Where the first value is not negative, its minimum first: where none is negative, the
+    minimum and the maximum check them and ``values`` is returned, with nothing allocated.
+    Else two passes and a maximum, without a branch: read as unsigned integers, a value in
     [-size, -1] plus ``size`` wraps around into [0, size-1], and the smaller of a value and
     itself plus ``size`` is the wrapped one when it is valid and at least ``size`` when not.
     """
@@ -228,20 +230,23 @@ def host_wrapped(values: np.ndarray, size: int, opset: int) -> np.ndarray | None
         wide = size > _SIGNED_MAX[values.itemsize]  # int32 indices of a longer axis
         return np.array(wrapped_list, np.int64 if wide else values.dtype).reshape(values.shape)
     lo, hi = index_range(size, opset)
+    if lo and values.flat[0] >= 0:  # (a negative first value goes straight to the wrap)
+        low = int(values.min())
+        if low >= 0:
+            return values if int(values.max()) <= hi else None
+        if low < lo:
+            return None
+    given = values
     if size > _SIGNED_MAX[values.itemsize]:  # the sum must wrap in the index's own width
         values = values.astype(np.int64)
-    flat = values.reshape(-1)
-    unsigned = flat.view(_UNSIGNED[flat.itemsize])
-    if lo == 0:  # no negatives: read as unsigned, each one lies above hi
-        wrapped = flat
-        top = unsigned
-    else:
-        top = np.add(unsigned, size, dtype=unsigned.dtype)
-        np.minimum(unsigned, top, out=top)
-        wrapped = top.view(flat.dtype)
-    if top.size and int(top.max()) > hi:
+    unsigned = values.reshape(-1).view(_UNSIGNED[values.itemsize])
+    if not lo:  # no negatives: read as unsigned, each one lies above hi
+        return given if int(unsigned.max()) <= hi else None
+    top = np.add(unsigned, size, dtype=unsigned.dtype)
+    np.minimum(unsigned, top, out=top)
+    if int(top.max()) > hi:
         return None
-    return wrapped.reshape(values.shape)
+    return top.view(values.dtype).reshape(values.shape)
 
 
 def host_shifted(values: np.ndarray, size: int, opset: int) -> np.ndarray | None:
