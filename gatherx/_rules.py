@@ -193,6 +193,20 @@ def host_extremes(values: np.ndarray) -> tuple[int, int]:
     return int(values.min()), int(values.max())
 
 
+#: Host indices of at least this many values whose sample holds no negative one are checked
+#: by their extremes first, and used as given where none is negative: the wrap's new array
+#: and pass are saved (2.3 -> 0.45 ms on 1.8 M int64), for one more pass where a negative
+#: value hid from the sample. On fewer values the sample and the minimum cost what they save.
+HOST_EXTREMES_FIRST = 1 << 16
+#: Values read to guess whether an index holds a negative one.
+_SAMPLE = 32
+
+
+def _none_negative_in_sample(values: np.ndarray) -> bool:
+    """Whether ``_SAMPLE`` values spread over ``values`` (any layout) are all non-negative."""
+    return int(values.flat[:: values.size // _SAMPLE].min()) >= 0
+
+
 _UNSIGNED = {4: np.uint32, 8: np.uint64}
 _SIGNED_MAX = {4: 2**31 - 1, 8: 2**63 - 1}
 
@@ -213,14 +227,16 @@ def wrapped_ints(flat: list[int], size: int, opset: int) -> list[int] | None:
 
 def host_wrapped(values: np.ndarray, size: int, opset: int) -> np.ndarray | None:
     """Host int32/int64 ``values`` (native byte order) checked against :func:`index_range`
-    and made non-negative: an array of their shape in [0, size-1] (``values`` itself where
-    none is negative), or None if one lies outside the range.
+    and made non-negative: an array of their shape in [0, size-1], or None if one lies
+    outside the range. ``values`` itself where none is negative and they are few (at most
+    ``SMALL_HOST_INDEX``, read as Python ints) or many (see below).
 
-    Where the first value is not negative, its minimum first: where none is negative, the
-    minimum and the maximum check them and ``values`` is returned, with nothing allocated.
-    Else two passes and a maximum, without a branch: read as unsigned integers, a value in
-    [-size, -1] plus ``size`` wraps around into [0, size-1], and the smaller of a value and
-    itself plus ``size`` is the wrapped one when it is valid and at least ``size`` when not.
+    From ``HOST_EXTREMES_FIRST`` values, where a sample of them holds no negative one, the
+    minimum first: where none is negative, the minimum and the maximum check them and
+    ``values`` is returned, with nothing allocated. Else two passes and a maximum, without a
+    branch: read as unsigned integers, a value in [-size, -1] plus ``size`` wraps around into
+    [0, size-1], and the smaller of a value and itself plus ``size`` is the wrapped one when
+    it is valid and at least ``size`` when not.
     """
     if values.size <= SMALL_HOST_INDEX:  # as Python ints: cheaper than three NumPy calls
         flat = values.ravel().tolist()
@@ -230,12 +246,9 @@ def host_wrapped(values: np.ndarray, size: int, opset: int) -> np.ndarray | None
         wide = size > _SIGNED_MAX[values.itemsize]  # int32 indices of a longer axis
         return np.array(wrapped_list, np.int64 if wide else values.dtype).reshape(values.shape)
     lo, hi = index_range(size, opset)
-    if lo and values.flat[0] >= 0:  # (a negative first value goes straight to the wrap)
-        low = int(values.min())
-        if low >= 0:
-            return values if int(values.max()) <= hi else None
-        if low < lo:
-            return None
+    many = values.size >= HOST_EXTREMES_FIRST
+    if lo and many and _none_negative_in_sample(values) and int(values.min()) >= 0:
+        return values if int(values.max()) <= hi else None
     given = values
     if size > _SIGNED_MAX[values.itemsize]:  # the sum must wrap in the index's own width
         values = values.astype(np.int64)

@@ -236,8 +236,38 @@ def test_host_index_rules(how, index_dtype, size, opset, count):
             assert got is not None, (host, size, opset)
             assert got.shape == host.shape
             assert [int(v) for v in got.reshape(-1)] == want
-            if how == "wrapped" and host.min() >= 0:  # nothing to wrap: nothing allocated
-                assert got is host
+            if how == "wrapped" and count <= _rules.SMALL_HOST_INDEX and host.min() >= 0:
+                assert got is host  # nothing to wrap: nothing allocated
+
+
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+@pytest.mark.parametrize("size", [1, 7, 2**31 - 1, 2**31, 2**62])
+def test_host_index_rule_on_many_values(index_dtype, size):
+    """From ``HOST_EXTREMES_FIRST`` values the wrap reads the extremes first where a sample
+    holds no negative value: the index itself where none is, the wrap where one hid from the
+    sample, None where a bad value did; against NumPy's own wrap."""
+    from gatherx import _rules
+
+    n = _rules.HOST_EXTREMES_FIRST + 5
+    info = np.iinfo(index_dtype)
+    hi = min(size - 1, info.max)
+    host = np.random.default_rng(size % 1000).integers(0, hi + 1, n, dtype=index_dtype)
+    assert _rules.host_wrapped(host, size, 13) is host  # nothing to wrap: nothing allocated
+    hidden = 1  # position 1 is never sampled (every n // 32-th value is)
+    for value in (-1, -size, -size - 1, size, info.min, info.max):
+        if not info.min <= value <= info.max:
+            continue
+        for at in (hidden, 0):  # hidden from the sample, then in it
+            values = host.copy()
+            values[at] = value
+            given = values.copy()
+            got = _rules.host_wrapped(values, size, 13)
+            np.testing.assert_array_equal(values, given)  # never written
+            if -size <= value < size:
+                wide = values.astype(np.int64)
+                np.testing.assert_array_equal(got, np.where(wide < 0, wide + size, wide))
+            else:
+                assert got is None, (value, at)
 
 
 @pytest.mark.parametrize("index_dtype", ["int32", "int64"])
