@@ -31,10 +31,11 @@ _INDEX_NAMES = {torch.int32: "int32", torch.int64: "int64"}
 _INT_MAX = {torch.int32: 2**31 - 1, torch.int64: 2**63 - 1}
 
 
-def signed_view(x: torch.Tensor) -> torch.Tensor:
-    """``x``, or for a uint16/32/64 tensor its bits viewed as the signed integers of its width
-    (:data:`BIT_TWIN`); :func:`bits_as` views a result back."""
-    twin = BIT_TWIN.get(x.dtype)
+def signed_view(x: torch.Tensor, twins: dict[torch.dtype, torch.dtype] = BIT_TWIN) -> torch.Tensor:
+    """``x``, or for a tensor of a dtype in ``twins`` (by default uint16/32/64,
+    :data:`BIT_TWIN`) its bits viewed as the signed integers of its width; :func:`bits_as`
+    views a result back."""
+    twin = twins.get(x.dtype)
     return x if twin is None else x.view(twin)
 
 
@@ -160,10 +161,10 @@ def select(
         return torch.index_select(source, axis, flat, out=out)
     n = flat.shape[0]
     if plan == "gather":  # the index expanded over every other dim: a view, no copy
-        twin = GATHER_TWIN.get(source.dtype)
-        if twin is not None:
-            into = None if out is None else out.view(twin)
-            return select(source.view(twin), axis, flat, plan, into).view(source.dtype)
+        if source.dtype in GATHER_TWIN:
+            into = None if out is None else signed_view(out, GATHER_TWIN)
+            moved = select(signed_view(source, GATHER_TWIN), axis, flat, plan, into)
+            return bits_as(moved, source.dtype)
         shape = list(source.shape)
         shape[axis] = n
         dims = [1] * len(shape)
