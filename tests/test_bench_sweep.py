@@ -374,3 +374,50 @@ def test_sweep_plot_has_a_panel_per_backend():
     assert [ax.get_title() for ax in fig.axes] == ["numpy", "jax"]
     assert "3 random cases; 2 CPUs, load 1.0 at the start, 3.7 at most" in fig.get_suptitle()
     assert "high load" in fig.get_suptitle()
+
+
+def test_rounds_size_batches_from_a_warm_second_call():
+    """A function whose first call is slow (compilation, first allocation) is called a second
+    time, warm, before its batches are sized: the batches then hold many calls, not the few
+    that the slow first call would give."""
+    import time
+
+    from gatherx.bench.timing import rounds
+
+    calls = []
+
+    def slow_first() -> None:
+        calls.append(None)
+        if len(calls) == 1:
+            time.sleep(0.02)
+
+    samples = rounds({"f": slow_first}, repeats=2, min_sample=0.05)
+    assert len(samples["f"]) == 2
+    assert (len(calls) - 2) / 2 > 10  # 0.05 / 0.02 would be 2 calls per batch
+
+
+def test_rounds_interleave_slow_calls_one_by_one():
+    """Functions of at least PER_CALL_SECONDS run call by call, interleaved, each for its own
+    number of calls; each sample is the mean of its calls."""
+    import time
+
+    from gatherx.bench.timing import PER_CALL_SECONDS, rounds
+
+    calls = {"short": 0, "long": 0}
+
+    def timed(name: str, seconds: float):
+        def run() -> None:
+            calls[name] += 1
+            time.sleep(seconds)
+
+        return run
+
+    fns = {
+        "short": timed("short", 2 * PER_CALL_SECONDS),
+        "long": timed("long", 20 * PER_CALL_SECONDS),
+    }
+    samples = rounds(fns, repeats=3, min_sample=40 * PER_CALL_SECONDS, warmed=True)
+    assert calls["short"] > calls["long"]  # more calls of the shorter one per round
+    for name, seconds in (("short", 2 * PER_CALL_SECONDS), ("long", 20 * PER_CALL_SECONDS)):
+        assert len(samples[name]) == 3
+        assert all(s >= seconds for s in samples[name])  # sleep lasts at least that
