@@ -15,6 +15,26 @@ import math
 HALF_DISTINCT_BEYOND = {"numpy": (8, 2**12), "torch": (512, 2**17)}
 
 
+#: PyTorch converts half-precision gradients of at least this many elements, gathered on
+#: their first dimension of more than one element, to float32 a slice of index positions at a
+#: time, of about ``TORCH_HALF_SLICE`` elements: a float32 copy of the whole gradient (64 MB
+#: and more) cost 2-9x the slices' time (docs/performance_details.md).
+TORCH_HALF_SLICED_FROM = 1 << 24
+TORCH_HALF_SLICE = 1 << 21
+
+
+def half_grad_slice(grad_elements: int, n_index: int, pre: int) -> int:
+    """How many of the ``n_index`` index positions of a PyTorch half-precision gradient of
+    ``grad_elements``, with ``pre`` elements before the index's dimensions, are converted to
+    float32 and added at once: all of them, or with ``pre == 1`` (each slice one block of
+    the gradient; behind outer rows, a slice's short blocks and ``index_add_``'s walk over
+    the whole table per call cost more than the copy saved) from ``TORCH_HALF_SLICED_FROM``
+    elements as many as hold about ``TORCH_HALF_SLICE`` (at least one)."""
+    if pre != 1 or grad_elements < TORCH_HALF_SLICED_FROM:
+        return n_index
+    return max(1, TORCH_HALF_SLICE // (grad_elements // n_index))
+
+
 def half_grad_plan(backend: str, data_elements: int, n_index: int) -> str:
     """How a half-precision gradient is summed in float32 and rounded once on ``backend``
     (``numpy`` or ``torch``): ``distinct`` (each distinct index's slices summed, at the

@@ -301,16 +301,19 @@ def test_torch_eager_index_rule(index_dtype, size, shape):
         assert got.reshape(-1).tolist() == want
 
 
+@pytest.mark.parametrize("dtype", ["float64", "uint32", "bool"])
 @pytest.mark.parametrize("strided", [False, True])
 @pytest.mark.parametrize(("shape", "axis"), [((2048, 1024), 1), ((6, 5, 4), 1), ((7, 3), 0)])
-def test_torch_out_scalar_index_by_both_slice_plans(shape, axis, strided):
-    """A scalar index writes its one slice (``select_copy(out=)`` at the position as given),
-    a column of a wide matrix or a block of rows, into contiguous and strided out alike."""
+def test_torch_out_scalar_index_by_both_slice_plans(shape, axis, strided, dtype):
+    """A scalar index writes its one slice (copied from the data's view at the position as
+    given), a column of a wide matrix or a block of rows, into contiguous and strided out
+    alike, uint32 (a dtype with few ATen kernels) and bool included."""
     torch = need("torch")
-    data = torch.arange(float(np.prod(shape))).reshape(shape)
-    want = _oracle(data.numpy(), np.array(-2), axis)
-    room = torch.zeros((*want.shape, 2))
-    out = room[..., 0] if strided else torch.zeros(want.shape)
+    host = (np.arange(np.prod(shape)) % 7).astype(dtype).reshape(shape)
+    data = torch.from_numpy(host)
+    want = _oracle(host, np.array(-2), axis)
+    room = torch.zeros((*want.shape, 2), dtype=data.dtype)
+    out = room[..., 0] if strided else torch.zeros(want.shape, dtype=data.dtype)
     assert gatherx.gather(data, torch.tensor(-2), axis=axis, out=out) is out
     np.testing.assert_array_equal(out.numpy(), want)
     if strided:

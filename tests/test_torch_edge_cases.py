@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -105,6 +106,49 @@ def test_half_gather_grad_rounds_once_by_either_plan(dtype, rows, cols, n, plan)
     np.add.at(want, ids % rows, grad.double().numpy())
     assert got.dtype == dtype
     torch.testing.assert_close(got, torch.from_numpy(want).to(dtype), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize(
+    ("shape", "index_shape", "axis", "plan"),
+    [((5, 3), (40,), 0, "float32"), ((1, 7, 3), (4, 9), 1, "float32"),
+     ((1, 4), (2, 25), -1, "float32"), ((1, 300_000), (7, 5), 1, "distinct")],
+)  # fmt: skip
+@pytest.mark.parametrize("elements", [1, 13, 30])
+def test_half_gather_grad_converted_a_slice_at_a_time(
+    monkeypatch, dtype, shape, index_shape, axis, plan, elements
+):
+    """A large half-precision gradient is converted to float32 a slice of index positions at
+    a time (here forced on small ones: slices of one position, of a few, and the last one
+    short): the float64 sums rounded once, as when it is converted whole."""
+    from gatherx import _strategy
+    from gatherx._backends.torch import kernels
+
+    monkeypatch.setattr(_strategy, "TORCH_HALF_SLICED_FROM", 1)
+    monkeypatch.setattr(_strategy, "TORCH_HALF_SLICE", elements)
+    steps: list[int] = []
+
+    def spy(grad_elements: int, n_index: int, pre: int) -> int:
+        steps.append(_strategy.half_grad_slice(grad_elements, n_index, pre))
+        return steps[-1]
+
+    monkeypatch.setattr(kernels, "half_grad_slice", spy)
+    ax = axis % len(shape)
+    assert _strategy.half_grad_plan("torch", math.prod(shape), math.prod(index_shape)) == plan
+    rng = np.random.default_rng(elements)
+    ids = rng.integers(-shape[ax], shape[ax], index_shape)
+    ids.reshape(-1)[::3] = ids.reshape(-1)[0]  # a third of them repeat one slice
+    grad_shape = (*shape[:ax], *index_shape, *shape[ax + 1 :])
+    grad = torch.from_numpy(rng.integers(-8, 8, grad_shape) / 10).to(dtype)
+    got = gatherx.gather_grad(shape, torch.from_numpy(ids), grad, axis=axis)
+    want = np.zeros(shape)
+    moved = np.moveaxis(grad.double().numpy(), list(range(ax, ax + len(index_shape))),
+                        list(range(len(index_shape))))  # fmt: skip
+    np.add.at(np.moveaxis(want, ax, 0), ids % shape[ax], moved)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got, torch.from_numpy(want).to(dtype), rtol=0, atol=0)
+    assert steps
+    assert steps[0] < math.prod(index_shape)  # sliced, not whole
 
 
 class _Lookup(torch.nn.Module):
