@@ -239,8 +239,10 @@ TORCH_GATHER_FLOAT32_MIN_ELEMENTS = 1 << 17
 #: Columns of dim 1 behind at least this many outer rows, not float32, that ``gather`` does
 #: not take: ``columns``.
 TORCH_COLUMNS_MIN_ROWS = 64
-#: The most output elements of ``indexing``, at an index of two or more dimensions.
+#: The most output elements of ``indexing``, at an index of two or more dimensions; at a
+#: 1-D index holding a negative value (read on the host).
 TORCH_INDEXING_MAX_ELEMENTS = 8192
+TORCH_INDEXING_NEGATIVE_MAX_ELEMENTS = 1024
 
 
 def torch_layout_plan(
@@ -250,6 +252,7 @@ def torch_layout_plan(
     n_index: int,
     float32: bool,
     index_ndim: int = 1,
+    negative: bool = False,
 ) -> str:
     """Which ATen kernel reads CPU data of ``shape`` gathered on dim ``axis`` at ``n_index``
     indices, seen as ``(pre, size, post)``.
@@ -281,16 +284,21 @@ def torch_layout_plan(
       >= 2 dimensions as given (negatives included, so it is not wrapped), where the output
       has at most ``TORCH_INDEXING_MAX_ELEMENTS``: one ATen call in place of the wrap, the
       flatten, ``index_select`` and the view, whose fixed costs outweigh its slower loop
-      there.
+      there; at a 1-D index that holds a negative value (``negative``), where the output has
+      at most ``TORCH_INDEXING_NEGATIVE_MAX_ELEMENTS``: one ATen call in place of the wrap
+      and ``index_select``.
 
     Measured on the CPU only: other devices take the data as given. (Cheap tests first: most
     calls are small, and this runs in each.)
     """
     if device_type != "cpu":
         return "as_is"
-    if index_ndim >= 2:
+    if index_ndim >= 2 or negative:
         size = shape[axis]
-        if not size or math.prod(shape) // size * n_index <= TORCH_INDEXING_MAX_ELEMENTS:
+        most = (
+            TORCH_INDEXING_MAX_ELEMENTS if index_ndim >= 2 else TORCH_INDEXING_NEGATIVE_MAX_ELEMENTS
+        )
+        if not size or math.prod(shape) // size * n_index <= most:
             return "indexing"
     if axis == 0:
         return "as_is"

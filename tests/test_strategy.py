@@ -12,6 +12,7 @@ import gatherx
 from gatherx import _policy
 from gatherx import _strategy as st
 from gatherx._backends import numpy as nb
+from gatherx._rules import SMALL_HOST_INDEX
 
 # (data shape, indices, axis): no repeats, repeats, only repeats, more than _ROUNDS repeats
 # of one index, negative indices, multi-dimensional indices, unit and empty dimensions.
@@ -235,6 +236,12 @@ TORCH_FORWARD = [
     ((3, 2, 40, 1), (np.arange(64) * 3 % 80 - 40).reshape(8, 8), -2, 1),
     ((70, 300), (np.arange(64) * 7 % 600 - 300).reshape(2, 32), 1, 2),
     ((5, 2, 600, 1), np.arange(1100) * 7 % 1200 - 600, 2, 1),
+    # a 1-D index of up to 16 values read as ints: advanced indexing where one is negative
+    # and the output small; index_select past that output, without a negative value, or on
+    # more values
+    ((8, 513), [5, -1, 2], 0, 1),
+    ((6, 9), [8, 0, 4], 1, 2),
+    ((40, 2), np.arange(17) * 7 % 80 - 40, 0, 1),
     # an index of two dimensions past advanced indexing's limit: flattened for the layouts
     ((300, 300), (np.arange(64) * 7 % 600 - 300).reshape(2, 32), 1, 2),
     ((4, 4, 600, 16), (np.arange(64) * 11 % 1200 - 600).reshape(8, 8), 2, 2),
@@ -250,9 +257,9 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
     """One ``index_select`` call on contiguous data itself or on the view of it that
     ``torch_layout_plan`` names (sharing its memory), or one ``torch.gather`` on the data at
     the index expanded without a copy, at the indices made non-negative, or (``indexing``,
-    at an index of two or more dimensions) advanced indexing on the data at the index as
-    given, whatever the shape or thread count; for ``out=`` (the index as one dimension)
-    too."""
+    at an index of two or more dimensions, or a few values one of which is negative)
+    advanced indexing on the data at the index as given, whatever the shape or thread count;
+    for ``out=`` (the index as one dimension) too."""
     torch = need("torch")
     idx = np.asarray(indices, dtype=index_dtype)
     host = np.random.default_rng(0).standard_normal(shape).astype(dtype)
@@ -260,7 +267,13 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
     ax = axis % len(shape)
     pre, size, post = math.prod(shape[:ax]), shape[ax], math.prod(shape[ax + 1 :])
     float32 = dtype == "float32"
-    plans = [st.torch_layout_plan("cpu", shape, ax, idx.size, float32, n) for n in (idx.ndim, 1)]
+    # the forward reads a 1-D index of few values as Python ints, so it knows their signs
+    read = idx.ndim == 1 and idx.size <= SMALL_HOST_INDEX
+    negative = bool(read and (idx < 0).any())
+    plans = [
+        st.torch_layout_plan("cpu", shape, ax, idx.size, float32, idx.ndim, negative),
+        st.torch_layout_plan("cpu", shape, ax, idx.size, float32, 1),  # out=: as one dim
+    ]
     calls = []
     depth = [0]  # the outermost calls only (a torch function mode calls back into its op)
 
@@ -387,11 +400,22 @@ def test_torch_layouts_in_plain_eager_code_only(monkeypatch, shape, axis, index_
      ("cpu", (128, 9), 1, (65, 2), False, "gather"), ("cpu", (0, 9), 0, (5, 3), False, "indexing"),
      ("cpu", (4, 0, 9), 1, (5, 3), False, "indexing"),
      ("cpu", (2, 2, 9, 7), 2, (3, 3), False, "indexing"),
-     ("cuda", (9, 5), 0, (4, 2), False, "as_is")],
+     ("cuda", (9, 5), 0, (4, 2), False, "as_is"),
+     # (n, "negative"): a 1-D index holding a negative value, advanced indexing up to 1024
+     ("cpu", (9, 4), 0, (256, "negative"), False, "indexing"),
+     ("cpu", (9, 4), 0, (257, "negative"), False, "as_is"),
+     ("cpu", (8, 9, 1), 1, (128, "negative"), True, "indexing"),
+     ("cpu", (128, 9), 1, (9, "negative"), False, "columns"),
+     ("cpu", (0, 9), 0, (5, "negative"), False, "indexing"),
+     ("cuda", (9, 4), 0, (2, "negative"), False, "as_is")],
 )  # fmt: skip
 def test_torch_layout_plan_branches(device, shape, axis, n, float32, want):
     n, k = n if isinstance(n, tuple) else (n, 1)
+    if k == "negative":
+        assert st.torch_layout_plan(device, shape, axis, n, float32, 1, True) == want
+        return
     assert st.torch_layout_plan(device, shape, axis, n, float32, k) == want
+    assert st.torch_layout_plan(device, shape, axis, n, float32, k, False) == want
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,10 @@ from .domain import (
     eager_bounded,
     eager_checked,
     eager_cpu_call,
+    eager_ints,
     eager_position,
+    few_values,
+    ints_index,
 )
 from .modes import compiling, needs_autograd, plain_eager, tracing
 
@@ -43,6 +46,14 @@ class TorchBackend(Backend):
                 at = eager_position(indices, size, opset)
                 if at is not None:  # else the flow reports the bad index
                     return kernels.take_at(data, at, axis)
+            elif few_values(indices):  # 1-D: read as Python ints, then planned
+                read = eager_ints(indices, size, opset)
+                if read is not None:  # else the flow reports the first bad index
+                    negative = read[1] is not read[0]
+                    plan = kernels.plan_of(data, axis, len(read[0]), 1, negative)
+                    if plan[0] == "indexing":  # reads negative positions itself: no wrap
+                        return kernels.take_indexed(data, indices, axis)
+                    return kernels.take(data, ints_index(read, indices), axis, plan)
             else:
                 plan = kernels.plan_of(data, axis, indices.numel(), indices.ndim)
                 # advanced indexing reads negative positions too: no wrap

@@ -66,25 +66,45 @@ def eager_cpu_call(
     )
 
 
+def eager_ints(indices: torch.Tensor, size: int, opset: int) -> tuple[list[int], list[int]] | None:
+    """The index of an :func:`eager_cpu_call` of rank <= 1 and at most
+    ``SMALL_HOST_INDEX`` values read as Python ints (``tolist()`` costs a third of
+    ``numpy()``): (its values, flat; those made non-negative by the flow's rule, the same
+    list where none is negative), or None if a value lies out of range. Call it on such
+    indices only (:func:`few_values`)."""
+    values: Any = indices.tolist()  # ints, rank 0 or 1
+    listed: list[int] = values if indices.ndim else [values]
+    wrapped = _rules.wrapped_ints(listed, size, opset)
+    return None if wrapped is None else (listed, wrapped)
+
+
+def few_values(indices: torch.Tensor) -> bool:
+    """Whether :func:`eager_ints` reads ``indices``."""
+    return indices.ndim <= 1 and indices.numel() <= _rules.SMALL_HOST_INDEX
+
+
+def ints_index(
+    read: tuple[list[int], list[int]], indices: torch.Tensor, flat: bool = False
+) -> torch.Tensor:
+    """The checked index of :func:`eager_ints`' ``read`` of ``indices`` as a tensor (of its
+    shape, or as one dimension for ``flat``): ``indices`` itself where nothing was made
+    non-negative."""
+    listed, wrapped = read
+    if wrapped is listed and (indices.ndim or not flat):
+        return indices
+    wrapped_array = np.array(wrapped, np.int64)
+    return torch.from_numpy(wrapped_array if flat or indices.ndim else wrapped_array.reshape(()))
+
+
 def eager_bounded(
     indices: torch.Tensor, size: int, opset: int, flat: bool = False
 ) -> torch.Tensor | None:
     """The index of an :func:`eager_cpu_call` checked and made non-negative on the
     host by the flow's rule (as :meth:`gatherx._backends.base.Backend.bounded` does), or None
     if a value lies out of range; ``flat``: as one dimension."""
-    rank = indices.ndim
-    if rank <= 1 and indices.numel() <= _rules.SMALL_HOST_INDEX:
-        # read as Python ints: tolist() costs a third of numpy(), and nothing to make
-        # where none is negative
-        values: Any = indices.tolist()  # ints, rank 0 or 1
-        listed: list[int] = values if rank else [values]
-        wrapped_ints = _rules.wrapped_ints(listed, size, opset)
-        if wrapped_ints is None:
-            return None
-        if wrapped_ints is listed and (rank or not flat):
-            return indices
-        wrapped_array = np.array(wrapped_ints, np.int64)
-        return torch.from_numpy(wrapped_array if flat else wrapped_array.reshape(indices.shape))
+    if few_values(indices):
+        read = eager_ints(indices, size, opset)
+        return None if read is None else ints_index(read, indices, flat)
     host = indices.numpy()
     wrapped = _rules.host_wrapped(host, size, opset)
     if wrapped is None:

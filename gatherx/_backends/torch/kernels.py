@@ -89,15 +89,18 @@ def take(
     return bits_as(out, data.dtype)
 
 
-def plan_of(source: torch.Tensor, axis: int, n_index: int, index_ndim: int) -> tuple[str, bool]:
+def plan_of(
+    source: torch.Tensor, axis: int, n_index: int, index_ndim: int, negative: bool = False
+) -> tuple[str, bool]:
     """How :func:`take` reads ``source`` at an index of ``n_index`` values and ``index_ndim``
-    dimensions: (``indexing`` or a :func:`select` plan, whether on a contiguous copy).
+    dimensions (``negative``: 1-D, read on the host, holding a negative value): (``indexing``
+    or a :func:`select` plan, whether on a contiguous copy).
 
     The :func:`layout` plan; on non-contiguous data, as
     :func:`gatherx._strategy.torch_forward_plan` says: read where it lies by advanced
     indexing (``torch.gather`` keeps its columns), or by the plan on a contiguous copy.
     """
-    plan = layout(source, axis, n_index, index_ndim)
+    plan = layout(source, axis, n_index, index_ndim, negative)
     # The TorchScript ONNX exporter replaces this body by one Gather node, but it still
     # traces it: the plain call keeps that trace simple.
     if plan == "indexing" or source.is_contiguous() or tracing():
@@ -140,14 +143,16 @@ def _indexed(source: torch.Tensor, axis: int, index: torch.Tensor) -> torch.Tens
     return source[(slice(None),) * axis + (index,)]
 
 
-def layout(source: torch.Tensor, axis: int, n_index: int, index_ndim: int = 1) -> str:
+def layout(
+    source: torch.Tensor, axis: int, n_index: int, index_ndim: int = 1, negative: bool = False
+) -> str:
     """:func:`gatherx._strategy.torch_layout_plan` for ``source``: its plans for plain
     tensors in plain eager code, ``as_is`` for any other."""
-    if axis == 0 and index_ndim < 2:  # the plan's as_is, before the tensor's attributes
+    if axis == 0 and index_ndim < 2 and not negative:  # the plan's as_is, read first
         return "as_is"
     kind = "cpu" if source.is_cpu else "other"
     float32 = source.dtype is _FLOAT32
-    plan = torch_layout_plan(kind, source.shape, axis, n_index, float32, index_ndim)
+    plan = torch_layout_plan(kind, source.shape, axis, n_index, float32, index_ndim, negative)
     if plan == "as_is" or (type(source) in PLAIN_TYPES and plain_eager()):
         return plan
     return "as_is"
