@@ -124,9 +124,11 @@ class TorchOut(OutWriter):
             # written in place, with the index as one dimension (the views: contiguous data)
             if copy:
                 data = data.contiguous()
-            shape = list(data.shape)
-            shape[axis] = flat.shape[0]
-            kernels.select(data, axis, flat, kernel, out=out.view(shape))
+            if out.ndim != data.ndim:  # else out has the shape already: a 1-D index
+                shape = list(data.shape)
+                shape[axis] = flat.shape[0]
+                out = out.view(shape)
+            kernels.select(data, axis, flat, kernel, out=out)
         else:  # the forward's formulation, copied
             out.copy_(kernels.take(data, flat, axis, plan).reshape(out.shape))
 
