@@ -15,22 +15,26 @@ import math
 HALF_DISTINCT_BEYOND = {"numpy": (8, 2**12), "torch": (512, 2**17)}
 
 
-#: PyTorch converts half-precision gradients of at least this many elements, gathered on
-#: their first dimension of more than one element, to float32 a slice of index positions at a
-#: time, of about ``TORCH_HALF_SLICE`` elements: a float32 copy of the whole gradient (64 MB
-#: and more) cost 2-9x the slices' time (docs/performance_details.md).
+#: PyTorch converts half-precision gradients of at least this many elements to float32 a
+#: slice of index positions at a time, of about ``TORCH_HALF_SLICE`` elements, where each
+#: slice is one block (nothing before the index's dimensions) or rows of at least
+#: ``TORCH_HALF_SLICED_MIN_ROW`` elements: a float32 copy of the whole gradient (64 MB and
+#: more) cost 1.2-7x the slices' time there (docs/performance_details.md).
 TORCH_HALF_SLICED_FROM = 1 << 24
 TORCH_HALF_SLICE = 1 << 21
+TORCH_HALF_SLICED_MIN_ROW = 64
 
 
-def half_grad_slice(grad_elements: int, n_index: int, pre: int) -> int:
+def half_grad_slice(grad_elements: int, n_index: int, pre: int, post: int) -> int:
     """How many of the ``n_index`` index positions of a PyTorch half-precision gradient of
-    ``grad_elements``, with ``pre`` elements before the index's dimensions, are converted to
-    float32 and added at once: all of them, or with ``pre == 1`` (each slice one block of
-    the gradient; behind outer rows, a slice's short blocks and ``index_add_``'s walk over
-    the whole table per call cost more than the copy saved) from ``TORCH_HALF_SLICED_FROM``
-    elements as many as hold about ``TORCH_HALF_SLICE`` (at least one)."""
-    if pre != 1 or grad_elements < TORCH_HALF_SLICED_FROM:
+    ``grad_elements``, with ``pre`` elements before the index's dimensions and ``post``
+    after them, are converted to float32 and added at once: all of them, or from
+    ``TORCH_HALF_SLICED_FROM`` elements, with ``pre == 1`` or ``post`` at least
+    ``TORCH_HALF_SLICED_MIN_ROW``, as many as hold about ``TORCH_HALF_SLICE`` (at least one).
+    (On shorter rows behind outer ones, the slices' short blocks and ``index_add_``'s loop
+    per call over an inner dimension cost up to 1.9x what the copy saved.)"""
+    sliced = pre == 1 or post >= TORCH_HALF_SLICED_MIN_ROW
+    if not sliced or grad_elements < TORCH_HALF_SLICED_FROM:
         return n_index
     return max(1, TORCH_HALF_SLICE // (grad_elements // n_index))
 

@@ -419,6 +419,17 @@ def test_torch_layout_plan_branches(device, shape, axis, n, float32, want):
 
 
 @pytest.mark.parametrize(
+    ("grad_elements", "n_index", "pre", "post", "want"),
+    [(2**24, 8, 1, 1, 1), (2**24 - 1, 8, 1, 1, 8), (2**25, 2**15, 1, 1024, 2048),
+     (2**24, 8, 2, 64, 1), (2**24, 8, 2, 63, 8), (2**24, 2**14, 1024, 1, 2**14),
+     (2**26, 3, 1, 2**26 // 3, 1)],
+)  # fmt: skip
+def test_half_grad_slice_branches(grad_elements, n_index, pre, post, want):
+    """Slices of about 2^21 elements from 2^24, each one block or rows of 64 and more."""
+    assert st.half_grad_slice(grad_elements, n_index, pre, post) == want
+
+
+@pytest.mark.parametrize(
     ("contiguous", "data", "out", "want"),
     [(True, 100, 1, "index_select"), (True, 1, 100, "index_select"),
      (False, 100, 99, "indexing"), (False, 100, 100, "contiguous"), (False, 0, 0, "contiguous")],

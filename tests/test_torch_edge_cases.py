@@ -112,7 +112,8 @@ def test_half_gather_grad_rounds_once_by_either_plan(dtype, rows, cols, n, plan)
 @pytest.mark.parametrize(
     ("shape", "index_shape", "axis", "plan"),
     [((5, 3), (40,), 0, "float32"), ((1, 7, 3), (4, 9), 1, "float32"),
-     ((1, 4), (2, 25), -1, "float32"), ((1, 300_000), (7, 5), 1, "distinct")],
+     ((1, 4), (2, 25), -1, "float32"), ((1, 300_000), (7, 5), 1, "distinct"),
+     ((3, 5, 64), (2, 6), 1, "float32"), ((2, 2100, 64), (3, 2), -2, "distinct")],
 )  # fmt: skip
 @pytest.mark.parametrize("elements", [1, 13, 30])
 def test_half_gather_grad_converted_a_slice_at_a_time(
@@ -128,8 +129,8 @@ def test_half_gather_grad_converted_a_slice_at_a_time(
     monkeypatch.setattr(_strategy, "TORCH_HALF_SLICE", elements)
     steps: list[int] = []
 
-    def spy(grad_elements: int, n_index: int, pre: int) -> int:
-        steps.append(_strategy.half_grad_slice(grad_elements, n_index, pre))
+    def spy(grad_elements: int, n_index: int, pre: int, post: int) -> int:
+        steps.append(_strategy.half_grad_slice(grad_elements, n_index, pre, post))
         return steps[-1]
 
     monkeypatch.setattr(kernels, "half_grad_slice", spy)
