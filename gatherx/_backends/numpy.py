@@ -39,6 +39,7 @@ _FAST_DATA_DTYPES = frozenset(
     np.dtype(name) for name in _rules.data_dtypes(_rules.NEGATIVE_INDICES_SINCE) - {"string"}
 )
 _FAST_INDEX_DTYPES = frozenset(np.dtype(name) for name in _rules.INDEX_DTYPES)
+_FAST_GRAD_DTYPES = frozenset(np.dtype(name) for name in _rules.GRAD_DTYPES - {"bfloat16"})
 
 
 class NumpyBackend(Backend):
@@ -66,6 +67,32 @@ class NumpyBackend(Backend):
             except IndexError:
                 pass
         return super().gather(data, indices, axis, opset)
+
+    def gather_grad(
+        self, shape: Any, indices: Any, grad: Any, axis: Any, sparse: bool = False
+    ) -> Any:
+        # As in gather: the common call decided in a few identity tests, by the same rules
+        # (the index checked and made non-negative by the flow's host rule); the flow takes
+        # every other call, and reports every refusal.
+        shape = _rules.check_shape(shape)  # the flow's first check
+        host = indices
+        if type(indices) in PYTHON_TYPES:
+            host = host_indices(indices, "gather_grad")  # the flow's own parsing and errors
+        if (
+            type(host) is np.ndarray
+            and type(grad) is np.ndarray
+            and _rules.plain_call(axis, _rules.GRAD_OPSET, len(shape))
+            and grad.dtype in _FAST_GRAD_DTYPES
+            and host.dtype in _FAST_INDEX_DTYPES
+            and host.dtype.isnative
+            and not sparse
+        ):
+            ax = axis % len(shape)
+            if grad.shape == _rules.output_shape(shape, host.shape, ax):
+                index = _rules.host_wrapped(host, shape[ax], _rules.GRAD_OPSET)
+                if index is not None:  # else the flow reports the first bad index
+                    return grad_by_plan(None, shape, index, grad, ax)
+        return super().gather_grad(shape, indices, grad, axis, sparse)
 
     def check_array(self, x: Any, fn: str, role: str) -> Any:
         return plain_ndarray(x, fn, role) if isinstance(x, np.ndarray) else np.asarray(x)
