@@ -359,6 +359,8 @@ def _sentinel(shape, dtype=np.float64):
     [
         ([[0, 4]], {}, IndexError, r"idx=4 at position \(0, 1\)"),
         ([[0, -5]], {}, IndexError, r"idx=-5 at position \(0, 1\)"),
+        ([[0, 2**63]], {}, IndexError, r"idx=9223372036854775808 at position \(0, 1\)"),
+        ([[-(2**63) - 1, 0]], {}, IndexError, r"idx=-9223372036854775809 at position \(0, 0\)"),
         ([[0, -1]], {"opset": 10}, IndexError, r"negative indices need opset >= 11"),
         (np.array([[0, 1]], np.int16), {}, TypeError, "int32 or int64"),
         ([[0, 1]], {"axis": 2}, ValueError, "axis 2 is out of the accepted range"),

@@ -42,6 +42,15 @@ _FAST_INDEX_DTYPES = frozenset(np.dtype(name) for name in _rules.INDEX_DTYPES)
 _FAST_GRAD_DTYPES = frozenset(np.dtype(name) for name in _rules.GRAD_DTYPES - {"bfloat16"})
 
 
+def _plain_host(indices: Any, fn: str) -> np.ndarray | None:
+    """The fast paths' index: an int32/int64 ndarray in native byte order, given or parsed
+    from Python ints by the flow's own rules (and errors), or None for the flow to read."""
+    host = host_indices(indices, fn) if type(indices) in PYTHON_TYPES else indices
+    if type(host) is np.ndarray and host.dtype in _FAST_INDEX_DTYPES and host.dtype.isnative:
+        return host
+    return None
+
+
 class NumpyBackend(Backend):
     name = "numpy"
 
@@ -50,17 +59,13 @@ class NumpyBackend(Backend):
         # identity and set tests. On non-empty data every plan checks every index against
         # exactly [-s, s-1], Gather-11's range, and raises IndexError for any outside it;
         # the flow then reports what it refuses.
-        host = indices
-        if type(indices) in PYTHON_TYPES:
-            host = host_indices(indices, "gather")  # the flow's own parsing and errors
+        host = _plain_host(indices, "gather")
         if (
-            type(host) is np.ndarray
+            host is not None
             and type(data) is np.ndarray
             and _rules.plain_call(axis, opset, data.ndim)
             and data.dtype in _FAST_DATA_DTYPES
-            and host.dtype in _FAST_INDEX_DTYPES
             and data.size
-            and host.dtype.isnative
         ):
             try:
                 return take_by_plan(None, data, host, axis % data.ndim)
@@ -75,16 +80,12 @@ class NumpyBackend(Backend):
         # (the index checked and made non-negative by the flow's host rule); the flow takes
         # every other call, and reports every refusal.
         shape = _rules.check_shape(shape)  # the flow's first check
-        host = indices
-        if type(indices) in PYTHON_TYPES:
-            host = host_indices(indices, "gather_grad")  # the flow's own parsing and errors
+        host = _plain_host(indices, "gather_grad")
         if (
-            type(host) is np.ndarray
+            host is not None
             and type(grad) is np.ndarray
             and _rules.plain_call(axis, _rules.GRAD_OPSET, len(shape))
             and grad.dtype in _FAST_GRAD_DTYPES
-            and host.dtype in _FAST_INDEX_DTYPES
-            and host.dtype.isnative
             and not sparse
         ):
             ax = axis % len(shape)
@@ -121,19 +122,15 @@ class NumpyBackend(Backend):
         # As in gather: the common call decided in a few identity tests, by the same rules
         # (np.may_share_memory is the flow's overlap test: byte bounds); the flow takes
         # every other call, and reports every refusal.
-        host = indices
-        if type(indices) in PYTHON_TYPES:
-            host = host_indices(indices, "gather")
+        host = _plain_host(indices, "gather")
         if (
-            type(host) is np.ndarray
+            host is not None
             and type(data) is np.ndarray
             and type(out) is np.ndarray
             and _rules.plain_call(axis, opset, data.ndim)
             and data.dtype in _FAST_DATA_DTYPES
-            and host.dtype in _FAST_INDEX_DTYPES
             and out.dtype == data.dtype
             and host.size
-            and host.dtype.isnative
             and out.flags.writeable
         ):
             ax = axis % data.ndim
@@ -145,7 +142,7 @@ class NumpyBackend(Backend):
                 and _OUT.take_checked(data, host, ax, out, opset)
             ):
                 return out
-        return super().gather_out(data, host, axis, opset, out, writer)
+        return super().gather_out(data, indices, axis, opset, out, writer)
 
 
 class _NumpyOut(OutWriter):
