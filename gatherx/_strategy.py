@@ -25,16 +25,19 @@ TORCH_HALF_SLICE = 1 << 21
 TORCH_HALF_SLICED_MIN_ROW = 64
 
 
-def half_grad_slice(grad_elements: int, n_index: int, pre: int, post: int) -> int:
-    """How many of the ``n_index`` index positions of a PyTorch half-precision gradient of
-    ``grad_elements``, with ``pre`` elements before the index's dimensions and ``post``
-    after them, are converted to float32 and added at once: all of them, or from
-    ``TORCH_HALF_SLICED_FROM`` elements, with ``pre == 1`` or ``post`` at least
-    ``TORCH_HALF_SLICED_MIN_ROW``, as many as hold about ``TORCH_HALF_SLICE`` (at least one).
-    (On shorter rows behind outer ones, the slices' short blocks and ``index_add_``'s loop
-    per call over an inner dimension cost up to 1.9x what the copy saved.)"""
-    sliced = pre == 1 or post >= TORCH_HALF_SLICED_MIN_ROW
-    if not sliced or grad_elements < TORCH_HALF_SLICED_FROM:
+def half_grad_slice(grad_elements: int, n_index: int, shape: list[int], axis: int) -> int:
+    """How many of the ``n_index`` index positions (on ``axis`` of the gradient seen with
+    its index's dimensions as one, ``shape``) of a PyTorch half-precision gradient of
+    ``grad_elements`` are converted to float32 and added at once: all of them, or from
+    ``TORCH_HALF_SLICED_FROM`` elements, with nothing but dimensions of one before ``axis``
+    or rows of at least ``TORCH_HALF_SLICED_MIN_ROW`` elements after it, as many as hold
+    about ``TORCH_HALF_SLICE`` (at least one). (On shorter rows behind outer ones, the
+    slices' short blocks and ``index_add_``'s loop per call over an inner dimension cost up
+    to 1.9x what the copy saved.)"""
+    if grad_elements < TORCH_HALF_SLICED_FROM:  # first: most gradients are smaller
+        return n_index
+    pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
+    if pre != 1 and post < TORCH_HALF_SLICED_MIN_ROW:
         return n_index
     return max(1, TORCH_HALF_SLICE // (grad_elements // n_index))
 

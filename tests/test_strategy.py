@@ -426,7 +426,8 @@ def test_torch_layout_plan_branches(device, shape, axis, n, float32, want):
 )  # fmt: skip
 def test_half_grad_slice_branches(grad_elements, n_index, pre, post, want):
     """Slices of about 2^21 elements from 2^24, each one block or rows of 64 and more."""
-    assert st.half_grad_slice(grad_elements, n_index, pre, post) == want
+    shape = [1, pre, n_index, post, 1]  # the dimensions of one around change nothing
+    assert st.half_grad_slice(grad_elements, n_index, shape, 2) == want
 
 
 @pytest.mark.parametrize(

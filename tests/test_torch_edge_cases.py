@@ -73,6 +73,20 @@ def test_vmap_over_gather_grad_with_batched_indices():
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_vmap_over_half_gather_grad_sums_in_float32(dtype):
+    """Under vmap (no plain eager code) half-precision gradients are summed in float32 too."""
+    indices = torch.tensor([[0, 0, 2, 0], [-1, 1, 2, 2]])
+    rng = np.random.default_rng(7)
+    grads = torch.from_numpy(rng.integers(-8, 8, (2, 4, 5)) / 10).to(dtype)
+    got = torch.func.vmap(lambda i, g: gatherx.gather_grad((3, 5), i, g))(indices, grads)
+    assert got.dtype == dtype
+    for b in range(2):
+        want = np.zeros((3, 5))
+        np.add.at(want, indices[b].numpy() % 3, grads[b].double().numpy())
+        torch.testing.assert_close(got[b], torch.from_numpy(want).to(dtype), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 def test_half_precision_backward_sums_in_float32(dtype):
     """torch's embedding backward on a bf16 table rounds each partial sum; gatherx rounds once."""
     table = torch.zeros(4, 3, dtype=dtype, requires_grad=True)
@@ -129,8 +143,8 @@ def test_half_gather_grad_converted_a_slice_at_a_time(
     monkeypatch.setattr(_strategy, "TORCH_HALF_SLICE", elements)
     steps: list[int] = []
 
-    def spy(grad_elements: int, n_index: int, pre: int, post: int) -> int:
-        steps.append(_strategy.half_grad_slice(grad_elements, n_index, pre, post))
+    def spy(grad_elements: int, n_index: int, shape: list[int], axis: int) -> int:
+        steps.append(_strategy.half_grad_slice(grad_elements, n_index, shape, axis))
         return steps[-1]
 
     monkeypatch.setattr(kernels, "half_grad_slice", spy)

@@ -271,11 +271,8 @@ def _float32_sums(source: torch.Tensor, flat: torch.Tensor, axis: int, size: int
     shape[axis] = size
     sums = source.new_zeros(shape, dtype=torch.float32)
     n = flat.shape[0]
-    step = n
-    if plain_eager():
-        pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
-        step = half_grad_slice(source.numel(), n, pre, post)
-    if step >= n:
+    step = half_grad_slice(source.numel(), n, shape, axis)
+    if step >= n or not plain_eager():
         return sums.index_add_(axis, flat, source.float())
     for start in range(0, n, step):
         part = source.narrow(axis, start, min(step, n - start))
