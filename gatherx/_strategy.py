@@ -42,11 +42,14 @@ def half_grad_slice(grad_elements: int, n_index: int, shape: list[int], axis: in
     return max(1, TORCH_HALF_SLICE // (grad_elements // n_index))
 
 
-def half_grad_plan(backend: str, data_elements: int, n_index: int) -> str:
+def half_grad_plan(backend: str, data_elements: int, n_index: int, repeated: bool = True) -> str:
     """How a half-precision gradient is summed in float32 and rounded once on ``backend``
     (``numpy`` or ``torch``): ``distinct`` (each distinct index's slices summed, at the
     gradient's size, then written into zeros) or ``float32`` (a float32 table of the data's
-    shape, rounded)."""
+    shape, rounded); ``as_given`` where no index repeats a slot (``repeated`` False, known
+    from the index's values): each slot's sum is one slice, exact in half precision."""
+    if not repeated:
+        return "as_given"
     per_index, fixed = HALF_DISTINCT_BEYOND[backend]
     return "distinct" if data_elements > per_index * n_index + fixed else "float32"
 

@@ -233,6 +233,33 @@ def test_half_gather_grad_of_few_slices_works_at_their_size(dtype, shape, index,
     np.testing.assert_array_equal(out, expected.astype(half))
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize(
+    ("index", "repeats"),
+    [([0, 1, 2, 3], False), ([0, 0, 0, 3], True), ([0, -4, 0, -1], True),
+     (list(range(-17, 0)), False)],  # 17 values: more than are read as ints
+)  # fmt: skip
+def test_small_half_gather_grad_adds_a_slice_per_slot_as_given(dtype, index, repeats):
+    """A small half-precision gradient whose index repeats no slot is added as given (each
+    slot's sum is its one slice); one that repeats a slot is summed in float32 and rounded
+    once, where adding in half precision would round 1 + 0.4 eps back to 1 twice."""
+    ml_dtypes = pytest.importorskip("ml_dtypes") if dtype == "bfloat16" else None
+    half = ml_dtypes.bfloat16 if ml_dtypes else np.float16
+    small = float((ml_dtypes or np).finfo(half).eps) * 0.4
+    n, size = len(index), max(4, len(index))
+    column = np.array(([1.0, small, small, 2.0] * 5)[:n]).astype(half).reshape(n, 1)
+    grad = column * np.ones(3, half)
+    got = gatherx.gather_grad((size, 3), index, grad)
+    exact = np.zeros((size, 3))
+    np.add.at(exact, np.asarray(index) % size, grad.astype(np.float64))
+    in_half = np.zeros((size, 3), half)
+    np.add.at(in_half, np.asarray(index) % size, grad)
+    # the two sums differ exactly where a slot repeats: the case can tell them apart
+    assert repeats == (not np.array_equal(in_half, exact.astype(half)))
+    assert got.dtype == grad.dtype
+    np.testing.assert_array_equal(got, exact.astype(half))
+
+
 @pytest.mark.parametrize(("index", "axis"), [([[3, -1], [0, -200]], 1), (-7, 1), ([5, -9], 0)])
 def test_out_from_non_contiguous_data_reads_it_where_it_lies(index, axis):
     """``out=`` from a strided view far larger than the output: no copy of the data (which

@@ -323,7 +323,8 @@ def grad_by_plan(
     :data:`GRAD_PLANS`), or by the one :func:`gatherx._strategy.numpy_grad_plan` picks if None.
 
     ``add.at``, ``rows`` and ``elements`` add in the order of occurrence in the gradient's
-    dtype, as ``np.add.at`` does, but half precision in float32 (rounded once at the end);
+    dtype, as ``np.add.at`` does, but half precision in float32 (rounded once at the end)
+    unless no slot takes two slices (few indices, :func:`gatherx._strategy.half_grad_plan`);
     ``columns`` (real floating dtypes only) adds in that order in float64.
     """
     if plan is not None and plan not in GRAD_PLANS:
@@ -350,10 +351,14 @@ def grad_by_plan(
         # Half precision would round every partial sum: add in float32, round once.
         if plan in ("rows", "elements") and n and pre * post:
             return _half_sums(plan, shape, pre, size, post, flat, grad)
-        if pre * post and half_grad_plan("numpy", pre * size * post, n) == "distinct":
+        # few values are read as Python ints: whether one repeats costs less than a sum
+        repeated = n > _rules.SMALL_HOST_INDEX or len(set(flat.tolist())) < n
+        half = half_grad_plan("numpy", pre * size * post, n, repeated) if pre * post else ""
+        if half == "distinct":
             return _half_distinct(shape, pre, size, post, flat, grad)
-        wide = grad.astype(np.float32)
-        return grad_by_plan(plan, shape, idx, wide, axis).astype(grad.dtype)
+        if half != "as_given":
+            wide = grad.astype(np.float32)
+            return grad_by_plan(plan, shape, idx, wide, axis).astype(grad.dtype)
     if plan in ("add.at", "columns") or n == 0 or pre * post == 0:
         out = np.zeros(shape, dtype=grad.dtype)
         if grad.size:
