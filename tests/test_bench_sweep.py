@@ -376,39 +376,58 @@ def test_sweep_plot_has_a_panel_per_backend():
     assert "high load" in fig.get_suptitle()
 
 
-def test_rounds_size_batches_from_a_warm_second_call():
+class _Clock:
+    """A clock that moves only when a timed function says it took some time: the rounds'
+    batch sizes and samples then follow from the functions' times alone, whatever the
+    machine's load."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> _Clock:
+    from gatherx.bench import timing
+
+    fake = _Clock()
+    monkeypatch.setattr(timing, "time", fake)  # the warm-up calls' clock
+    monkeypatch.setitem(timing.CLOCKS, "wall", fake.perf_counter)  # the rounds' clock
+    return fake
+
+
+def test_rounds_size_batches_from_a_warm_second_call(clock):
     """A function whose first call is slow (compilation, first allocation) is called a second
     time, warm, before its batches are sized: the batches then hold many calls, not the few
     that the slow first call would give."""
-    import time
-
     from gatherx.bench.timing import rounds
 
     calls = []
 
-    def slow_first() -> None:
+    def slow_first() -> None:  # times in powers of two: the clock's sums are exact
         calls.append(None)
-        if len(calls) == 1:
-            time.sleep(0.02)
+        clock.now += 2**-6 if len(calls) == 1 else 2**-10
 
-    samples = rounds({"f": slow_first}, repeats=2, min_sample=0.05)
-    assert len(samples["f"]) == 2
-    assert (len(calls) - 2) / 2 > 10  # 0.05 / 0.02 would be 2 calls per batch
+    samples = rounds({"f": slow_first}, repeats=2, min_sample=2**-4)
+    assert samples["f"] == [2**-10] * 2
+    assert len(calls) - 2 == 2 * 64  # 2^-4 / 2^-10 per batch; 2^-4 / 2^-6 would be 4
 
 
-def test_rounds_interleave_slow_calls_one_by_one():
+def test_rounds_interleave_slow_calls_one_by_one(clock):
     """Functions of at least PER_CALL_SECONDS run call by call, interleaved, each for its own
     number of calls; each sample is the mean of its calls."""
-    import time
-
     from gatherx.bench.timing import PER_CALL_SECONDS, rounds
 
     calls = {"short": 0, "long": 0}
+    order = []
 
     def timed(name: str, seconds: float):
         def run() -> None:
             calls[name] += 1
-            time.sleep(seconds)
+            order.append(name)
+            clock.now += seconds
 
         return run
 
@@ -417,7 +436,9 @@ def test_rounds_interleave_slow_calls_one_by_one():
         "long": timed("long", 20 * PER_CALL_SECONDS),
     }
     samples = rounds(fns, repeats=3, min_sample=40 * PER_CALL_SECONDS, warmed=True)
-    assert calls["short"] > calls["long"]  # more calls of the shorter one per round
+    # one warm-up call each, then per round 40 / 2 calls of the short one and 40 / 20 of the
+    # long one, the long ones among the first of the round's calls (interleaved)
+    assert calls == {"short": 1 + 3 * 20, "long": 1 + 3 * 2}
+    assert all("long" in order[2 + 22 * r : 2 + 22 * r + 4] for r in range(3))
     for name, seconds in (("short", 2 * PER_CALL_SECONDS), ("long", 20 * PER_CALL_SECONDS)):
-        assert len(samples[name]) == 3
-        assert all(s >= seconds for s in samples[name])  # sleep lasts at least that
+        assert samples[name] == [pytest.approx(seconds)] * 3
