@@ -237,6 +237,35 @@ def torch_forward_plan(contiguous: bool, data_elements: int, out_elements: int) 
     return "contiguous" if out_elements >= data_elements else "indexing"
 
 
+#: The most indices at which ``out=`` reads non-contiguous rows of more than one element by
+#: ``index_select`` on dim 0 (see ``torch_out_plan``).
+TORCH_OUT_IN_PLACE_MAX_INDICES = 256
+
+
+def torch_out_plan(contiguous_out: bool, forward: str, axis: int, n_index: int, post: int) -> str:
+    """How ``out=`` writes a PyTorch gather at ``n_index`` indices whose forward reads the
+    data by ``forward`` (a :func:`torch_layout_plan` name, or ``indexing`` for non-contiguous
+    data); ``post``: the elements of the data after ``axis``.
+
+    - ``into``: the forward's kernel writes into a contiguous ``out`` viewed with the index
+      as one dimension.
+    - ``index_select``: ``index_select(out=)`` on non-contiguous data as given, on dim 0,
+      where the forward reads it by advanced indexing: ATen's dim-0 loop reads such data
+      where it lies and writes ``out`` directly, where the forward's result would be copied
+      in; for rows of more than one element at up to ``TORCH_OUT_IN_PLACE_MAX_INDICES``
+      (its strided copy per index costs more than advanced indexing's loop on many)
+      (docs/performance_details.md).
+    - ``copy``: the forward's result copied into ``out``.
+    """
+    if not contiguous_out:
+        return "copy"
+    if forward != "indexing":
+        return "into"
+    if axis == 0 and (post == 1 or n_index <= TORCH_OUT_IN_PLACE_MAX_INDICES):
+        return "index_select"
+    return "copy"
+
+
 #: The fewest indices at which a formulation other than ``index_select`` on the data as given
 #: pays for its extra Python calls: ``blocks`` and ``gather``.
 TORCH_MIN_INDICES = 32

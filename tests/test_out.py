@@ -123,19 +123,24 @@ def _outs_of(monkeypatch, torch, name: str) -> list:
 
 
 @pytest.mark.parametrize(
-    ("indices", "written"), [([[0, -1, 2, 2, 5, 1]], True), ([1, 4], False)]
+    ("indices", "axis", "written"),
+    [([[0, -1, 2, 2, 5, 1]], 1, True), ([1, 4], 1, False), ([1, -4], 0, True),
+     ([[0, -1, 2, 2, 1, 3]], 0, True)],
 )  # fmt: skip
-def test_torch_out_from_non_contiguous_data_follows_the_forward_plan(monkeypatch, indices, written):
+def test_torch_out_from_non_contiguous_data_follows_the_forward_plan(
+    monkeypatch, indices, axis, written
+):
     """Non-contiguous data into a contiguous ``out``: where the forward's plan copies the
-    data (an output at least its size), ``index_select`` writes into ``out`` itself;
-    elsewhere the forward's result is copied in. np.take's values either way."""
+    data (an output at least its size), ``index_select`` writes into ``out`` itself, and on
+    dim 0 (read where it lies) always; elsewhere the forward's result is copied in.
+    np.take's values either way."""
     torch = need("torch")
     data = torch.arange(60.0).reshape(5, 12)[:, ::2]  # (5, 6), not contiguous
     idx = torch.tensor(indices)
-    want = _oracle(data.numpy(), idx.numpy(), 1)
+    want = _oracle(data.numpy(), idx.numpy(), axis)
     out = torch.zeros(want.shape)
     calls = _outs_of(monkeypatch, torch, "index_select")
-    assert gatherx.gather(data, idx, axis=1, out=out) is out
+    assert gatherx.gather(data, idx, axis=axis, out=out) is out
     np.testing.assert_array_equal(out.numpy(), want)
     into = [c is not None and c.data_ptr() == out.data_ptr() for c in calls]
     assert into == ([True] if written else [False] * len(calls))

@@ -419,6 +419,17 @@ def test_torch_layout_plan_branches(device, shape, axis, n, float32, want):
 
 
 @pytest.mark.parametrize(
+    ("contiguous_out", "forward", "axis", "n", "post", "want"),
+    [(True, "as_is", 0, 9, 4, "into"), (True, "gather", 2, 9, 1, "into"),
+     (False, "as_is", 0, 9, 4, "copy"), (True, "indexing", 0, 256, 4, "index_select"),
+     (True, "indexing", 0, 257, 4, "copy"), (True, "indexing", 0, 10**6, 1, "index_select"),
+     (True, "indexing", 1, 9, 1, "copy"), (False, "indexing", 0, 9, 4, "copy")],
+)  # fmt: skip
+def test_torch_out_plan_branches(contiguous_out, forward, axis, n, post, want):
+    assert st.torch_out_plan(contiguous_out, forward, axis, n, post) == want
+
+
+@pytest.mark.parametrize(
     ("grad_elements", "n_index", "pre", "post", "want"),
     [(2**24, 8, 1, 1, 1), (2**24 - 1, 8, 1, 1, 8), (2**25, 2**15, 1, 1024, 2048),
      (2**24, 8, 2, 64, 1), (2**24, 8, 2, 63, 8), (2**24, 2**14, 1024, 1, 2**14),

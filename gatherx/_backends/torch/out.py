@@ -9,6 +9,7 @@ import torch
 
 from ... import _errors, _rules
 from ..._rules import Span
+from ..._strategy import torch_out_plan
 from ..base import Backend, OutWriter, host_span
 from . import bounds, kernels
 from .domain import STRIDED, eager_bounded, eager_cpu_call, eager_position
@@ -120,17 +121,22 @@ class TorchOut(OutWriter):
         data, out = kernels.signed_view(data), kernels.signed_view(out)
         plan = kernels.plan_of(data, axis, flat.shape[0], 1)  # the forward's
         kernel, copy = plan
-        if out.is_contiguous() and kernel != "indexing":
-            # written in place, with the index as one dimension (the views: contiguous data)
-            if copy:
-                data = data.contiguous()
-            if out.ndim != data.ndim:  # else out has the shape already: a 1-D index
-                shape = list(data.shape)
-                shape[axis] = flat.shape[0]
-                out = out.view(shape)
-            kernels.select(data, axis, flat, kernel, out=out)
-        else:  # the forward's formulation, copied
+        n = flat.shape[0]
+        post = data.numel() // (data.shape[0] or 1) if axis == 0 else 0  # dim 0's rows only
+        how = torch_out_plan(out.is_contiguous(), kernel, axis, n, post)
+        if how == "copy":  # the forward's formulation, copied
             out.copy_(kernels.take(data, flat, axis, plan).reshape(out.shape))
+            return
+        # written in place, with the index as one dimension (the views: contiguous data)
+        if how == "index_select":
+            kernel = "as_is"  # the data as given (its copy flag is off)
+        if copy:
+            data = data.contiguous()
+        if out.ndim != data.ndim:  # else out has the shape already: a 1-D index
+            shape = list(data.shape)
+            shape[axis] = flat.shape[0]
+            out = out.view(shape)
+        kernels.select(data, axis, flat, kernel, out=out)
 
 
 #: The one instance the backend uses.
