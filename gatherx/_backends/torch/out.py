@@ -119,9 +119,9 @@ class TorchOut(OutWriter):
         """Write ``data`` gathered along ``axis`` at a checked, non-negative 1-D index into
         a non-empty ``out``."""
         data, out = kernels.signed_view(data), kernels.signed_view(out)
-        plan = kernels.plan_of(data, axis, flat.shape[0], 1)  # the forward's
-        kernel, copy = plan
         n = flat.shape[0]
+        plan = kernels.plan_of(data, axis, n, 1)  # the forward's
+        kernel, copy = plan
         post = data.numel() // (data.shape[0] or 1) if axis == 0 else 0  # dim 0's rows only
         how = torch_out_plan(out.is_contiguous(), kernel, axis, n, post)
         if how == "copy":  # the forward's formulation, copied
@@ -134,7 +134,7 @@ class TorchOut(OutWriter):
             data = data.contiguous()
         if out.ndim != data.ndim:  # else out has the shape already: a 1-D index
             shape = list(data.shape)
-            shape[axis] = flat.shape[0]
+            shape[axis] = n
             out = out.view(shape)
         kernels.select(data, axis, flat, kernel, out=out)
 
