@@ -277,11 +277,14 @@ def test_host_index_rule_on_many_values(index_dtype, size):
 
 @pytest.mark.parametrize("index_dtype", ["int32", "int64"])
 @pytest.mark.parametrize("size", [1, 7, 2**31 - 1, 2**31, 2**62])
-@pytest.mark.parametrize("shape", [(), (1,), (5,), (16,), (17,), (3, 2), (4, 10)])
+@pytest.mark.parametrize(
+    "shape", [(), (1,), (5,), (16,), (17,), (3, 2), (4, 10), (1024,), (1025,), (2, 3, 5)]
+)
 def test_torch_eager_index_rule(index_dtype, size, shape):
     """PyTorch's eager calls check and wrap CPU indices on the host (few read as Python ints,
-    more as NumPy arrays): against the rule in Python ints, at every boundary, of every rank,
-    as given or as one dimension; the tensor passed in is never changed."""
+    up to 1024 by aminmax and remainder, more as NumPy arrays): against the rule in Python
+    ints, at every boundary, of every rank, as given or as one dimension; the tensor passed
+    in is never changed."""
     torch = need("torch")
     from gatherx._backends.torch.domain import eager_bounded
 
@@ -304,6 +307,55 @@ def test_torch_eager_index_rule(index_dtype, size, shape):
         assert got is not None, (host, size, opset)
         assert tuple(got.shape) == ((count,) if flat else shape)
         assert got.reshape(-1).tolist() == want
+
+
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+@pytest.mark.parametrize(("count", "remainders"), [(16, 0), (17, 1), (1024, 1), (1025, 0)])
+def test_torch_eager_index_wrapped_by_its_plan(monkeypatch, count, remainders, index_dtype):
+    """Indices of 17 to 1024 values are wrapped by one ``torch.remainder`` after ``aminmax``
+    read their extremes, others on the host; both give the rule's values, and indices with
+    no negative value are used as given."""
+    torch = need("torch")
+    from gatherx._backends.torch.domain import eager_bounded
+
+    calls = []
+    remainder = torch.remainder
+
+    def spy(*args, **kwargs):
+        calls.append(args[1])
+        return remainder(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "remainder", spy)
+    size = 3 * count
+    host = np.arange(-size, size, 6, dtype=index_dtype)[::-1].copy()  # count values, both signs
+    index = torch.from_numpy(np.stack([host, host], 1))[:, 0]  # a strided view
+    got = eager_bounded(index, size, 13)
+    np.testing.assert_array_equal(got.numpy(), np.where(host < 0, host + size, host))
+    assert calls == [size] * remainders
+    calls.clear()
+    non_negative = torch.from_numpy(host % size)
+    got = eager_bounded(non_negative, size, 13)
+    np.testing.assert_array_equal(got.numpy(), host % size)
+    assert got is non_negative or not remainders
+    assert calls == []
+
+
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+@pytest.mark.parametrize("count", [1, 16, 17, 32767, 32768])
+@pytest.mark.parametrize("strided", [False, True])
+def test_torch_cpu_extremes_by_each_read(count, strided, index_dtype):
+    """The extremes of a CPU index, read as Python ints, by aminmax or by NumPy (by count),
+    equal NumPy's, strided indices included."""
+    torch = need("torch")
+    from gatherx._backends.torch.domain import cpu_extremes
+
+    rng = np.random.default_rng(count)
+    info = np.iinfo(index_dtype)
+    host = rng.integers(info.min, info.max, (count, 2), dtype=index_dtype, endpoint=True)
+    index = torch.from_numpy(host)
+    values = index[:, 1] if strided else index.reshape(-1)[:count]
+    want = host[:, 1] if strided else host.reshape(-1)[:count]
+    assert cpu_extremes(values) == (int(want.min()), int(want.max()))
 
 
 @pytest.mark.parametrize("dtype", ["float64", "uint32", "bool"])

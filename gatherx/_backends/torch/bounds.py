@@ -10,6 +10,7 @@ import torch
 
 from ... import _errors, _policy, _rules
 from . import subclasses
+from .domain import cpu_extremes
 from .kernels import wrap_unchecked
 from .modes import compiling, tracing
 
@@ -99,10 +100,9 @@ def read(index: torch.Tensor) -> tuple[int, int] | None:
         low, high = subclasses.extremes(values)
         return int(low), int(high)
     if values.device.type == "cpu":
-        # NumPy reads the same memory without waking torch's thread pool, whose start-up
-        # for aminmax cost 30-100 us per call next to the index_select that follows.
+        # on the calling thread: torch's thread pool would wake for large indices
         try:
-            return _rules.host_extremes(values.numpy())
+            return cpu_extremes(values)
         except RuntimeError:  # inside torch.func transforms the tensor has no storage
             pass
     extremes = torch.stack(torch.aminmax(values)).tolist()  # one device sync, not two

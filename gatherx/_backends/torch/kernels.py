@@ -14,7 +14,7 @@ from ..._strategy import (
     torch_forward_plan,
     torch_layout_plan,
 )
-from .domain import PLAIN_TYPES
+from .domain import INDEX_MAX, PLAIN_TYPES
 from .modes import functorch_active, plain_eager, tracing
 from .subclasses import is_dtensor, on_every_rank, replicated_everywhere
 
@@ -29,7 +29,6 @@ _FLOAT32 = torch.float32
 _VIEWS = frozenset({"blocks", "columns"})  # the layouts that read the data through a view
 _HALF = frozenset(getattr(torch, name) for name in _rules.HALF_DTYPES)
 _INDEX_NAMES = {torch.int32: "int32", torch.int64: "int64"}
-_INT_MAX = {torch.int32: 2**31 - 1, torch.int64: 2**63 - 1}
 
 
 def signed_view(x: torch.Tensor, twins: dict[torch.dtype, torch.dtype] = BIT_TWIN) -> torch.Tensor:
@@ -316,7 +315,7 @@ def sparse_scatter_add(
 
 def wrap(index: torch.Tensor, size: int) -> torch.Tensor:
     """A checked ``index`` (every value in [-size, size)) with negatives moved into [0, size)."""
-    if plain_eager() and size <= _INT_MAX[index.dtype]:
+    if plain_eager() and size <= INDEX_MAX[index.dtype]:
         return torch.remainder(index, size)  # one kernel; exact on checked values only
     return wrap_unchecked(index, size)
 
