@@ -158,7 +158,7 @@ def cpu_extremes(values: torch.Tensor) -> tuple[int, int]:
     by those from there."""
     if _rules.SMALL_HOST_INDEX < values.numel() < ATEN_GRAIN_SIZE:
         low, high = torch.aminmax(values)
-        return int(low), int(high)
+        return cast(int, low.item()), cast(int, high.item())  # (int() costs twice item())
     return _rules.host_extremes(values.numpy())
 
 
