@@ -145,7 +145,7 @@ def eager_low(indices: torch.Tensor, size: int, opset: int) -> int | None:
     return None if _rules.out_of_range(low, high, size, opset) else low
 
 
-#: From this many elements ATen's CPU reductions split their work over torch's thread pool
+#: ATen's CPU reductions split their work over torch's thread pool beyond this many elements
 #: (``at::internal::GRAIN_SIZE``), whose start-up costs 30-100 us next to the gather that
 #: follows; below it ``aminmax`` reads both extremes in one pass on the calling thread.
 ATEN_GRAIN_SIZE = 32768
