@@ -344,8 +344,8 @@ def test_torch_eager_index_wrapped_by_its_plan(monkeypatch, count, remainders, i
 @pytest.mark.parametrize("count", [1, 16, 17, 32767, 32768])
 @pytest.mark.parametrize("strided", [False, True])
 def test_torch_cpu_extremes_by_each_read(count, strided, index_dtype):
-    """The extremes of a CPU index, read as Python ints, by aminmax or by NumPy (by count),
-    equal NumPy's, strided indices included."""
+    """The extremes of a CPU index, read as Python ints, by aminmax or by NumPy (by count,
+    ``torch_extremes_plan``), equal NumPy's, strided indices included."""
     torch = need("torch")
     from gatherx._backends.torch.domain import cpu_extremes
 

@@ -438,6 +438,14 @@ def test_torch_wrap_plan_branches(n, want):
 
 
 @pytest.mark.parametrize(
+    ("n", "want"),
+    [(1, "host"), (16, "host"), (17, "aminmax"), (32767, "aminmax"), (32768, "host")],
+)
+def test_torch_extremes_plan_branches(n, want):
+    assert st.torch_extremes_plan(n) == want
+
+
+@pytest.mark.parametrize(
     ("grad_elements", "n_index", "pre", "post", "want"),
     [(2**24, 8, 1, 1, 1), (2**24 - 1, 8, 1, 1, 8), (2**25, 2**15, 1, 1024, 2048),
      (2**24, 8, 2, 64, 1), (2**24, 8, 2, 63, 8), (2**24, 2**14, 1024, 1, 2**14),

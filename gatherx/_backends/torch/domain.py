@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from ... import _errors, _policy, _rules
-from ..._strategy import torch_wrap_plan
+from ..._strategy import torch_extremes_plan, torch_wrap_plan
 from .modes import plain_eager, vmapping
 from .subclasses import is_dtensor
 
@@ -145,18 +145,10 @@ def eager_low(indices: torch.Tensor, size: int, opset: int) -> int | None:
     return None if _rules.out_of_range(low, high, size, opset) else low
 
 
-#: ATen's CPU reductions split their work over torch's thread pool beyond this many elements
-#: (``at::internal::GRAIN_SIZE``), whose start-up costs 30-100 us next to the gather that
-#: follows; below it ``aminmax`` reads both extremes in one pass on the calling thread.
-ATEN_GRAIN_SIZE = 32768
-
-
 def cpu_extremes(values: torch.Tensor) -> tuple[int, int]:
-    """(min, max) of a non-empty plain CPU integer tensor: as Python ints for a few values
-    (:data:`gatherx._rules.SMALL_HOST_INDEX`), by one ``aminmax`` below
-    :data:`ATEN_GRAIN_SIZE` (2 us against 3 us for ``numpy()`` and NumPy's two reductions),
-    by those from there."""
-    if _rules.SMALL_HOST_INDEX < values.numel() < ATEN_GRAIN_SIZE:
+    """(min, max) of a non-empty plain CPU integer tensor, read as
+    :func:`gatherx._strategy.torch_extremes_plan` says."""
+    if torch_extremes_plan(values.numel()) == "aminmax":
         low, high = torch.aminmax(values)
         return cast(int, low.item()), cast(int, high.item())  # (int() costs twice item())
     return _rules.host_extremes(values.numpy())
