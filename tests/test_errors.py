@@ -182,6 +182,8 @@ def test_sparse_gradients_are_pytorchs(backend, xp):
     with pytest.raises(TypeError, match="sparse_grad must be True or False"):
         gatherx.gather(data, [1], sparse_grad=1)
     assert_same(gatherx.gather(data, [1, -1], sparse_grad=False), DATA[[1, 4]], like=data)
+    # NumPy's booleans are flags too (a mask's .any() is one)
+    assert_same(gatherx.gather(data, [1, -1], sparse_grad=np.False_), DATA[[1, 4]], like=data)
 
 
 def test_sparse_gradients_refused_with_out():

@@ -128,8 +128,9 @@ def test_numpy_subclass_data_is_refused_or_viewed():
     np.testing.assert_array_equal(out, data[[2, 0]])
 
 
-@pytest.mark.parametrize("shape", [(3, 2.0), (3, True), ("32",), 3, None])
+@pytest.mark.parametrize("shape", [(3, 2.0), (3, True), ("32",), "32", b"\x01\x02", 3, None])
 def test_gather_grad_shape_must_hold_ints(backend, xp, shape):
+    """Sequences of ints only: a str or bytes is refused, though bytes iterate as ints."""
     grad = from_numpy(backend, np.ones((1, 2), np.float32))
     with pytest.raises(TypeError, match=r"^gather_grad: shape must be a sequence of ints"):
         gatherx.gather_grad(shape, from_numpy(backend, np.array([0])), grad)
