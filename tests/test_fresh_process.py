@@ -57,9 +57,13 @@ else:
             leaf = d.clone().requires_grad_()
             gatherx.gather(leaf, ids, axis=axis).sum().backward()
             return leaf.grad
-        ids = torch.from_numpy(ids)
-        if mode == "eager":
+        ids = torch.from_numpy(np.tile(ids, (10, 1)) if mode.endswith("tiled") else ids)
+        if mode in ("eager", "tiled"):
             return call(data, ids)
+        if mode == "grad_tiled":  # 40 values in 2 dims: their extremes read by aminmax
+            leaf = data.clone().requires_grad_()
+            call(leaf, ids).sum().backward()
+            return leaf.grad
         if mode == "scalar":  # one value, negative when good: read as a Python int
             return call(data, ids[0, 1])
         if mode == "grad_eager":
@@ -117,6 +121,8 @@ def _expected(mode: str) -> np.ndarray:
         np.add.at(want, (slice(None),) * axis + (ids,), 1.0)
         return want
     data, ids = DATA, IDS
+    if mode.endswith("tiled"):
+        ids = np.tile(IDS, (10, 1))
     if mode.endswith(("rows", "wide")):
         data = np.repeat(DATA, 200, axis=1) if "wide" in mode else DATA
         ids = np.tile(IDS.ravel(), 250)
@@ -174,6 +180,9 @@ TORCH_MODES = {
     "wide": ROWS_OOB,
     "grad_rows": ROWS_OOB,
     "grad_wide": ROWS_OOB,
+    # an index of two dimensions and more than 16 values
+    "tiled": EAGER_OOB,
+    "grad_tiled": EAGER_OOB,
     # the layouts that pick ATen's faster loops: a view, torch.gather
     "blocks": BLOCKS_OOB,
     "columns": COLUMNS_OOB,
@@ -192,7 +201,17 @@ def test_torch_first_call(mode):
 
 @pytest.mark.parametrize(
     "mode",
-    ["eager", "scalar", "compile", "rows", "grad_wide", "blocks", "columns", "few_columns"],
+    [
+        "eager",
+        "scalar",
+        "compile",
+        "rows",
+        "grad_wide",
+        "blocks",
+        "columns",
+        "few_columns",
+        "tiled",
+    ],
 )
 def test_torch_first_call_is_a_bad_one(mode):
     need("torch")

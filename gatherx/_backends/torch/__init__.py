@@ -14,9 +14,9 @@ from .domain import (
     PLAIN_TYPES,
     check_sparse,
     eager_bounded,
-    eager_checked,
     eager_cpu_call,
     eager_ints,
+    eager_low,
     eager_position,
     few_values,
     ints_index,
@@ -57,7 +57,7 @@ class TorchBackend(Backend):
             else:
                 plan = kernels.plan_of(data, axis, indices.numel(), indices.ndim)
                 # advanced indexing reads negative positions too: no wrap
-                if plan[0] == "indexing" and eager_checked(indices, size, opset):
+                if plan[0] == "indexing" and eager_low(indices, size, opset) is not None:
                     return kernels.take_indexed(data, indices, axis)
                 index = eager_bounded(indices, size, opset)
                 if index is not None:  # else the flow reports the first bad index

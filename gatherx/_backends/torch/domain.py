@@ -130,12 +130,6 @@ def eager_position(indices: torch.Tensor, size: int, opset: int) -> int | None:
     return None if _rules.out_of_range(value, value, size, opset) else value
 
 
-def eager_checked(indices: torch.Tensor, size: int, opset: int) -> bool:
-    """Whether every value of the index of an :func:`eager_cpu_call` lies in range (read on
-    the host, left as given)."""
-    return eager_low(indices, size, opset) is not None
-
-
 def eager_low(indices: torch.Tensor, size: int, opset: int) -> int | None:
     """The least value of the index of an :func:`eager_cpu_call` (0 if empty), or None if a
     value lies out of range."""
