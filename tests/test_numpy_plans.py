@@ -132,6 +132,11 @@ BRANCHES = [
     ("wrap", (8192, 32), 1, 3),  # too many columns for their rows' length
     ("wrap", (8192, 64), 1, 2),  # rows too long for as many columns
     ("wrap", (8192, 32, 2), 1, 2),  # not columns
+    ("fancy", (512, 8), 1, 32),  # columns of 32-byte rows, 16 KiB of data
+    ("wrap", (512, 9), 1, 32),  # rows too long for any number of columns
+    ("wrap", (16, 8), 1, 1024),  # too few rows
+    ("wrap", (40000, 8), 1, 16),  # data beyond the caches (1.28 MB)
+    ("raise", (512, 8), 1, 31),  # a small output
 ]
 
 

@@ -164,6 +164,7 @@ def test_numpy_forward_matches_take(shape, indices, axis):
         ((4, 1000, 500, 1, 4, False, False, True), "fancy"),  # strided, output <= data
         ((4, 1000, 1001, 1, 4, False, False, True), "wrap"),  # output > data: no temporary
         ((8192, 32, 2, 1, 4, True, False, True), "wrap"),  # columns: no temporary
+        ((512, 8, 32, 1, 4, True, False, True), "wrap"),  # short columns: no temporary
         ((1, 1000, 20000, 8, 4, True, False, True), "doubled"),
         ((1, 1000, 20000, 8, 4, False, False, True), "doubled"),  # output >= 4x the data
         ((1, 1000, 20000, 8, 4, True, True, True), "raise"),  # a scalar index
