@@ -354,9 +354,15 @@ def f(d, i):
 def loss(d):
     return jnp.sum(gatherx.gather(d, i) ** 2)
 
+def vjp(i):
+    return gatherx.gather_grad((4, 3), i, d)
+
 def oob():
     try:
-        gatherx.gather(d, jnp.asarray([0, 4]))
+        if first == "gather_grad":
+            vjp(jnp.asarray([0, 4, 1, 1]))
+        else:
+            gatherx.gather(d, jnp.asarray([0, 4]))
     except IndexError as e:
         return str(e)
     return None
@@ -365,11 +371,15 @@ if first in ("jit", "jit_scalar"):
     out = jax.jit(f)(d, i)
 elif first == "vmap":
     out = jax.vmap(f, in_axes=(None, 0))(d, i[:, None])[:, 0]
+elif first == "gather_grad":
+    out = vjp(i)
 else:
     out = jax.grad(loss)(d)
 first_oob = oob()
 if first == "grad":
     later = [jax.grad(loss)(d), jax.jit(jax.grad(loss))(d)]
+elif first == "gather_grad":
+    later = [vjp(i), jax.jit(vjp)(i)]
 else:
     later = [f(d, i), jax.jit(f)(d, i)]
 print(json.dumps({
@@ -382,7 +392,7 @@ print(json.dumps({
 """
 
 
-@pytest.mark.parametrize("first", ["jit", "jit_scalar", "vmap", "grad"])
+@pytest.mark.parametrize("first", ["jit", "jit_scalar", "vmap", "grad", "gather_grad"])
 def test_first_call_in_a_fresh_process(first) -> None:
     proc = run_python(textwrap.dedent(_FRESH), first, warm=("jax",))
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -390,6 +400,8 @@ def test_first_call_in_a_fresh_process(first) -> None:
     idx = np.array(-1 if first == "jit_scalar" else [3, -1, 0, 2])
     if first == "grad":
         expected = _add_oracle((4, 3), idx, 2 * np.take(data, idx, axis=0), 0, -4)
+    elif first == "gather_grad":  # an eager call, then one under jit
+        expected = _add_oracle((4, 3), idx, data, 0, -4)
     else:
         expected = np.take(data, idx, axis=0)
     np.testing.assert_array_equal(np.asarray(result["first"]), expected)

@@ -299,10 +299,35 @@ _FAST_DATA_DTYPES = frozenset(
     for name in _rules.data_dtypes(_rules.NEGATIVE_INDICES_SINCE) - {"string"}
 )
 _FAST_INDEX_DTYPES = frozenset(np.dtype(name) for name in _rules.INDEX_DTYPES)
+_FAST_GRAD_DTYPES = frozenset(np.dtype(jnp.dtype(name)) for name in _rules.GRAD_DTYPES)
+_GRAD = _rules.GRAD_OPSET
 #: The gather mode of host-checked indices.
 _CHECKED_MODE = jax_gather_mode(indices_checked=True)
 #: Reading an index on the host is a copy on an accelerator, a view on the CPU.
 _CPU_ONLY = all(device.platform == "cpu" for device in jax.devices())
+
+
+def _eager_host(
+    x: Any, indices: Any, axis: Any, opset: Any, rank: int, dtypes: frozenset[np.dtype]
+) -> np.ndarray | None:
+    """The index of an eager call where every device is the CPU, read where it lies, if
+    every check of the flow but the index's values (and ``gather_grad``'s grad shape) passes
+    in few steps (a small call is mostly Python): concrete arrays, ``x`` (data or grad) of
+    ``dtypes`` and rank ``rank``, a plain axis and opset, a non-empty index; else None, and
+    the flow decides and reports."""
+    if (
+        type(x) is _CONCRETE
+        and type(indices) is _CONCRETE
+        and _CPU_ONLY
+        and not _policy.FORCING
+        and _rules.plain_call(axis, opset, rank)
+        and x.dtype in dtypes
+        and indices.dtype in _FAST_INDEX_DTYPES
+    ):
+        host = np.asarray(indices)
+        if host.size:
+            return host
+    return None
 
 
 def is_traced(x: Any) -> bool:
@@ -344,24 +369,28 @@ class JaxBackend(Backend):
     )
 
     def gather(self, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
-        # An eager call where every device is the CPU: the flow's checks in few steps (a
-        # small call is mostly Python), the index read where it lies; the flow reports errors.
-        if (
-            type(data) is _CONCRETE
-            and type(indices) is _CONCRETE
-            and _CPU_ONLY
-            and not _policy.FORCING
-            # (shape once: each of jax.Array's properties is a Python call)
-            and _rules.plain_call(axis, opset, len(shape := data.shape))
-            and data.dtype in _FAST_DATA_DTYPES
-            and indices.dtype in _FAST_INDEX_DTYPES
-            and (host := np.asarray(indices)).size
-        ):
-            axis %= len(shape)
-            size = shape[axis]
-            if not _rules.out_of_range(*_rules.host_extremes(host), size, opset):
-                return _gather(data, indices, axis=axis, bounds=None, mode=_CHECKED_MODE)
+        if type(data) is _CONCRETE:
+            shape = data.shape  # once: each of jax.Array's properties is a Python call
+            host = _eager_host(data, indices, axis, opset, len(shape), _FAST_DATA_DTYPES)
+            if host is not None:
+                axis %= len(shape)
+                if not _rules.out_of_range(*_rules.host_extremes(host), shape[axis], opset):
+                    return _gather(data, indices, axis=axis, bounds=None, mode=_CHECKED_MODE)
         return super().gather(data, indices, axis, opset)
+
+    def gather_grad(
+        self, shape: Any, indices: Any, grad: Any, axis: Any, sparse: bool = False
+    ) -> Any:
+        if not sparse:
+            shape = _rules.check_shape(shape)  # the flow's first check
+            host = _eager_host(grad, indices, axis, _GRAD, len(shape), _FAST_GRAD_DTYPES)
+            if host is not None:
+                axis %= len(shape)
+                if grad.shape == _rules.output_shape(shape, host.shape, axis) and not (
+                    _rules.out_of_range(*_rules.host_extremes(host), shape[axis], _GRAD)
+                ):
+                    return _gather_grad(shape, indices, grad, axis=axis, bounds=None)
+        return super().gather_grad(shape, indices, grad, axis, sparse)
 
     def size(self, index: Any) -> int:
         # Symbolic dimensions (jax.export) are no ints: such an index counts as non-empty.
