@@ -200,6 +200,12 @@ NUMPY_COLUMNS_MAX = 16
 NUMPY_COLUMNS_SLOTS = 2
 
 
+def numpy_grad_small(elements: int) -> bool:
+    """Whether a NumPy gradient of ``elements`` elements takes ``add.at`` whatever its shape
+    (:func:`numpy_grad_plan`'s first rule: the other plans' setup costs more than it saves)."""
+    return elements <= NUMPY_SMALL_GRAD
+
+
 def numpy_grad_plan(
     pre: int, size: int, n_index: int, post: int, repeated: float | None, floating: bool = False
 ) -> str:
@@ -216,7 +222,7 @@ def numpy_grad_plan(
     - ``columns``: one float64 ``np.bincount`` of the indices per (outer row, column),
       weighted by that column of the gradient.
     """
-    if pre * n_index * post <= NUMPY_SMALL_GRAD:
+    if numpy_grad_small(pre * n_index * post):
         return "add.at"
     if post < NUMPY_ROW_POST:
         if floating and pre * post <= NUMPY_COLUMNS_MAX and n_index * NUMPY_COLUMNS_SLOTS >= size:

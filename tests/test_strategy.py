@@ -139,6 +139,31 @@ def test_numpy_auto_plan_branches(plan, shape, indices, axis):
     )
 
 
+@pytest.mark.parametrize("n", [512, 513])  # a (n, 4) gradient: 2048 elements, then 2052
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+def test_numpy_small_grad_reads_negative_indices_as_given(monkeypatch, n, dtype):
+    """Up to ``NUMPY_SMALL_GRAD`` gradient elements ``np.add.at`` reads the checked indices
+    as given, with no wrapped copy; above, they are wrapped first. The same sums either way
+    (-7 and 6 on one slot), and the same IndexError for a value out of range at either end."""
+    shape, size = (7, 4), 7
+    idx = np.random.default_rng(n).integers(-size, size, n)
+    idx[:2] = (-size, size - 1)
+    grad = grad_for(shape, idx, 0, dtype)
+    wrapped = []
+    host_wrapped = nb._rules.host_wrapped
+    monkeypatch.setattr(
+        nb._rules, "host_wrapped", lambda *args: wrapped.append(1) or host_wrapped(*args)
+    )
+    got = gatherx.gather_grad(shape, idx, grad)
+    assert bool(wrapped) == (grad.size > st.NUMPY_SMALL_GRAD)
+    np.testing.assert_array_equal(got, add_at(shape, np.where(idx < 0, idx + size, idx), grad, 0))
+    for bad in (size, -size - 1):
+        wrong = idx.copy()
+        wrong[n // 2] = bad
+        with pytest.raises(IndexError, match=rf"idx={bad} at position \({n // 2},\)"):
+            gatherx.gather_grad(shape, wrong, grad)
+
+
 def test_numpy_plan_asks_for_repeats_only_when_needed():
     assert st.numpy_grad_plan(8, 64, 40, 16, None) == ""
     assert st.numpy_grad_plan(1, 64, 400, 16, None) == "rows"

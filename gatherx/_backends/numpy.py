@@ -16,6 +16,7 @@ from .._strategy import (
     half_grad_plan,
     numpy_forward_plan,
     numpy_grad_plan,
+    numpy_grad_small,
     numpy_out_plan,
     numpy_scalar_plan,
 )
@@ -40,6 +41,7 @@ _FAST_DATA_DTYPES = frozenset(
 )
 _FAST_INDEX_DTYPES = frozenset(np.dtype(name) for name in _rules.INDEX_DTYPES)
 _FAST_GRAD_DTYPES = frozenset(np.dtype(name) for name in _rules.GRAD_DTYPES - {"bfloat16"})
+_HALF = frozenset(np.dtype(name) for name in _rules.HALF_DTYPES - {"bfloat16"})
 
 
 def _plain_host(indices: Any, fn: str) -> np.ndarray | None:
@@ -90,9 +92,17 @@ class NumpyBackend(Backend):
         ):
             ax = axis % len(shape)
             if grad.shape == _rules.output_shape(shape, host.shape, ax):
-                index = _rules.host_wrapped(host, shape[ax], _rules.GRAD_OPSET)
-                if index is not None:  # else the flow reports the first bad index
-                    return grad_by_plan(None, shape, index, grad, ax)
+                size = shape[ax]
+                if numpy_grad_small(grad.size) and grad.dtype not in _HALF:
+                    # np.add.at reads in-range negative positions itself: checked, as given
+                    if not host.size or not _rules.out_of_range(
+                        *_rules.host_extremes(host), size, _rules.GRAD_OPSET
+                    ):
+                        return _add_at(shape, host, grad, ax)
+                else:
+                    index = _rules.host_wrapped(host, size, _rules.GRAD_OPSET)
+                    if index is not None:  # else the flow reports the first bad index
+                        return grad_by_plan(None, shape, index, grad, ax)
         return super().gather_grad(shape, indices, grad, axis, sparse)
 
     def check_array(self, x: Any, fn: str, role: str) -> Any:
@@ -360,11 +370,7 @@ def grad_by_plan(
             wide = grad.astype(np.float32)
             return grad_by_plan(plan, shape, idx, wide, axis).astype(grad.dtype)
     if plan in ("add.at", "columns") or n == 0 or pre * post == 0:
-        out = np.zeros(shape, dtype=grad.dtype)
-        if grad.size:
-            key: tuple[Any, ...] = (*(slice(None),) * axis, flat.reshape(idx.shape))
-            np.add.at(out, key, grad)
-        return out
+        return _add_at(shape, idx, grad, axis)
     out3 = np.zeros((pre, size, post), dtype=grad.dtype)
     g3 = grad.reshape(pre, n, post)
     if plan == "rows":
@@ -372,6 +378,16 @@ def grad_by_plan(
     else:
         _add_elements(out3, flat, g3)
     return out3.reshape(shape)
+
+
+def _add_at(shape: tuple[int, ...], idx: np.ndarray, grad: np.ndarray, axis: int) -> np.ndarray:
+    """Zeros of ``shape`` with ``grad`` added at in-range ``idx`` along ``axis`` by
+    ``np.add.at``, in the gradient's dtype (negative indices count from the end)."""
+    out = np.zeros(shape, dtype=grad.dtype)
+    if grad.size:
+        key: tuple[Any, ...] = (*(slice(None),) * axis, idx)
+        np.add.at(out, key, grad)
+    return out
 
 
 def _half_sums(
