@@ -237,10 +237,10 @@ def numpy_grad_plan(
 
 # --------------------------------------------------------------------------- PyTorch
 # Forward: index_select on the data as given (one slice's select_copy for a scalar index read
-# on the host, advanced indexing for small indices of two or more dimensions), except on
-# non-contiguous data, which ATen's index_select often copies whole first. Backward:
-# zeros().index_add_() on the data's own shape with an int64 index, which keeps ATen's
-# parallel innermost-dim scatter.
+# on the host, advanced indexing for small indices of two or more dimensions, torch.take on
+# 1-D data where the index needs no wrap), except on non-contiguous data, which ATen's
+# index_select often copies whole first. Backward: zeros().index_add_() on the data's own
+# shape with an int64 index, which keeps ATen's parallel innermost-dim scatter.
 
 
 def torch_forward_plan(contiguous: bool, data_elements: int, out_elements: int) -> str:
@@ -313,7 +313,9 @@ def torch_layout_plan(
     n_index: int,
     float32: bool,
     index_ndim: int = 1,
-    negative: bool = False,
+    negative: bool | None = False,
+    int64: bool = True,
+    contiguous: bool = True,
 ) -> str:
     """Which ATen kernel reads CPU data of ``shape`` gathered on dim ``axis`` at ``n_index``
     indices, seen as ``(pre, size, post)``.
@@ -348,12 +350,29 @@ def torch_layout_plan(
       there; at a 1-D index that holds a negative value (``negative``), where the output has
       at most ``TORCH_INDEXING_NEGATIVE_MAX_ELEMENTS``: one ATen call in place of the wrap
       and ``index_select``.
+    - ``take``: ``torch.take`` at the index as given, on ``contiguous`` 1-D data at an
+      ``int64`` index: of two or more dimensions into at most ``TORCH_INDEXING_MAX_ELEMENTS``
+      (one call, where advanced indexing's costs more and ``index_select`` needs the index
+      flattened and its result viewed), or of fewer than ``ATEN_GRAIN_SIZE`` values one of
+      which is negative (its loop moves negative positions up as it reads them, where
+      ``index_select`` needs a wrapped copy of the index: a new array and up to three passes
+      over it). From ``ATEN_GRAIN_SIZE`` values ``index_select`` splits its loop over
+      threads and ``take``'s costs more per value; on strided data ``take`` computes each
+      element's offset, and on other flat data the view of its result cost more than it saved.
+    - ``take_negative``: ``take`` where the index, whose sign is not read yet (``negative``
+      None), holds a negative value; where it holds none, ``index_select`` on the data as
+      given (the plan for ``negative`` False there; the caller reads the extremes first).
 
     Measured on the CPU only: other devices take the data as given. (Cheap tests first: most
     calls are small, and this runs in each.)
     """
     if device_type != "cpu":
         return "as_is"
+    if len(shape) == 1 and int64 and contiguous and n_index:
+        if index_ndim >= 2 and n_index <= TORCH_INDEXING_MAX_ELEMENTS:
+            return "take"
+        if negative is not False and n_index < ATEN_GRAIN_SIZE:
+            return "take" if negative else "take_negative"
     if index_ndim >= 2 or negative:
         size = shape[axis]
         most = (

@@ -57,6 +57,9 @@ else:
             leaf = d.clone().requires_grad_()
             gatherx.gather(leaf, ids, axis=axis).sum().backward()
             return leaf.grad
+        if mode.startswith("flat"):  # 1-D data: torch.take at the index as given
+            ids = np.tile(ids.ravel(), 250) if mode == "flat_many" else ids
+            return call(torch.arange(4.0), torch.from_numpy(ids))
         ids = torch.from_numpy(np.tile(ids, (10, 1)) if mode.endswith("tiled") else ids)
         if mode in ("eager", "tiled"):
             return call(data, ids)
@@ -120,6 +123,8 @@ def _expected(mode: str) -> np.ndarray:
         want = np.zeros_like(data)
         np.add.at(want, (slice(None),) * axis + (ids,), 1.0)
         return want
+    if mode.startswith("flat"):
+        return np.take(np.arange(4.0), np.tile(IDS.ravel(), 250) if mode == "flat_many" else IDS)
     data, ids = DATA, IDS
     if mode.endswith("tiled"):
         ids = np.tile(IDS, (10, 1))
@@ -183,6 +188,9 @@ TORCH_MODES = {
     # an index of two dimensions and more than 16 values
     "tiled": EAGER_OOB,
     "grad_tiled": EAGER_OOB,
+    # 1-D data, an index of two dimensions or of 1000 values of both signs: torch.take
+    "flat": EAGER_OOB,
+    "flat_many": ROWS_OOB,
     # the layouts that pick ATen's faster loops: a view, torch.gather
     "blocks": BLOCKS_OOB,
     "columns": COLUMNS_OOB,
@@ -211,6 +219,7 @@ def test_torch_first_call(mode):
         "columns",
         "few_columns",
         "tiled",
+        "flat",
     ],
 )
 def test_torch_first_call_is_a_bad_one(mode):

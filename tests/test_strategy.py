@@ -271,6 +271,14 @@ TORCH_FORWARD = [
     # an index of two dimensions past advanced indexing's limit: flattened for the layouts
     ((300, 300), (np.arange(64) * 7 % 600 - 300).reshape(2, 32), 1, 2),
     ((4, 4, 600, 16), (np.arange(64) * 11 % 1200 - 600).reshape(8, 8), 2, 2),
+    # 1-D data: torch.take at an int64 index as given of two dimensions, or holding a negative
+    # value (a few read as ints, or more, whose extremes are read first); index_select at a
+    # 1-D index with none
+    ((50,), [[3, -1], [0, -50]], 0, 1),
+    ((50,), [[3, 1], [0, 49]], -1, 1),
+    ((50,), [7, -1, 3], 0, 1),
+    ((50,), np.arange(-20, 20), 0, 2),
+    ((50,), np.arange(40), 0, 1),
 ]
 
 
@@ -293,13 +301,16 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
     ax = axis % len(shape)
     pre, size, post = math.prod(shape[:ax]), shape[ax], math.prod(shape[ax + 1 :])
     float32 = dtype == "float32"
-    # the forward reads a 1-D index of few values as Python ints, so it knows their signs
+    # the forward reads a 1-D index of few values as Python ints, so it knows their signs;
+    # more are planned before they are read, and where the plan asks, planned by their sign
+    int64 = index_dtype == "int64"
+    sign = bool((idx < 0).any())
     read = idx.ndim == 1 and idx.size <= SMALL_HOST_INDEX
-    negative = bool(read and (idx < 0).any())
-    plans = [
-        st.torch_layout_plan("cpu", shape, ax, idx.size, float32, idx.ndim, negative),
-        st.torch_layout_plan("cpu", shape, ax, idx.size, float32, 1),  # out=: as one dim
-    ]
+    args = ("cpu", shape, ax, idx.size, float32, idx.ndim)
+    forward = st.torch_layout_plan(*args, sign if read else None, int64)
+    if forward == "take_negative":
+        forward = "take" if sign else st.torch_layout_plan(*args, False, int64)
+    plans = [forward, st.torch_layout_plan("cpu", shape, ax, idx.size, float32, 1)]  # out=
     calls = []
     depth = [0]  # the outermost calls only (a torch function mode calls back into its op)
 
@@ -319,6 +330,7 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
 
     spy("index_select")
     spy("gather")
+    spy("take")
     spy("__getitem__", torch.Tensor)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
@@ -344,6 +356,10 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
             assert key[:ax] == (slice(None),) * ax
             assert key[ax:] == (index,)
             continue
+        if plan == "take":  # the 1-D data as given, at the index as given: no wrap
+            assert calls[0][:2] == ("take", data)
+            assert calls[0][2] is index
+            continue
         dim, index_used = args[:2]
         want_kernel, want_shape, want_dim = {
             "as_is": ("index_select", shape, ax),
@@ -360,6 +376,33 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
             assert broadcast == [0] * len(broadcast)
             used = used[tuple(slice(None) if d == dim else 0 for d in range(used.ndim))]
         np.testing.assert_array_equal(used.numpy(), wrapped)
+
+
+@pytest.mark.parametrize("values", [[[3, -1], [0, -50]], [[3, 1], [0, 49]]])
+def test_torch_take_with_grad_at_the_checked_index(monkeypatch, values):
+    """With grad required, gatherx's Function reads 1-D data at an index of two dimensions
+    by one ``torch.take`` at the checked index made non-negative; values and gradient as
+    NumPy's."""
+    torch = need("torch")
+    idx = np.array(values)
+    host = np.random.default_rng(1).standard_normal(50)
+    data = torch.from_numpy(host).requires_grad_()
+    calls = []
+    real = torch.take
+
+    def spy(source, index):
+        calls.append((source, index.clone()))
+        return real(source, index)
+
+    monkeypatch.setattr(torch, "take", spy)
+    out = gatherx.gather(data, torch.from_numpy(idx))
+    out.sum().backward()
+    np.testing.assert_array_equal(out.detach().numpy(), np.take(host, idx))
+    want = np.zeros(50)
+    np.add.at(want, idx, 1.0)
+    np.testing.assert_array_equal(data.grad.numpy(), want)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(calls[0][1].numpy(), idx % 50)
 
 
 @pytest.mark.parametrize(
@@ -395,6 +438,27 @@ def test_torch_layouts_in_plain_eager_code_only(monkeypatch, shape, axis, index_
     np.testing.assert_array_equal(t_out.numpy(), np.take(tangent.numpy(), idx.numpy(), axis=axis))
     assert calls
     assert all(c == ("index_select", torch.Size(shape), axis) for c in calls)
+
+
+@pytest.mark.parametrize(
+    ("shape", "n", "index_ndim", "negative", "int64", "contiguous", "want"),
+    [((9,), 5, 1, True, True, True, "take"), ((9,), 5, 1, None, True, True, "take_negative"),
+     ((9,), 5, 1, False, True, True, "as_is"), ((9,), 6, 2, False, True, True, "take"),
+     ((9,), 8192, 2, None, True, True, "take"), ((9,), 8193, 2, False, True, True, "as_is"),
+     ((9,), 8193, 2, None, True, True, "take_negative"),
+     ((9,), 8193, 3, True, True, True, "take"), ((9,), 32767, 1, True, True, True, "take"),
+     ((9,), 32768, 1, True, True, True, "as_is"), ((9,), 32768, 2, None, True, True, "as_is"),
+     ((9,), 0, 2, False, True, True, "indexing"), ((9,), 5, 1, True, False, True, "indexing"),
+     ((9,), 5, 1, True, True, False, "indexing"), ((9,), 6, 2, False, False, True, "indexing"),
+     ((1, 9), 5, 1, True, True, True, "indexing"), ((9, 1), 6, 2, False, True, True, "indexing")],
+)  # fmt: skip
+def test_torch_take_plan_branches(shape, n, index_ndim, negative, int64, contiguous, want):
+    """``take``: contiguous 1-D data at an int64 index of two or more dimensions into at most
+    8192 elements, or of fewer than 32768 values holding a negative one (``take_negative``:
+    its sign not read yet); advanced indexing or index_select otherwise."""
+    args = (n, False, index_ndim, negative, int64, contiguous)
+    assert st.torch_layout_plan("cpu", shape, 0, *args) == want
+    assert st.torch_layout_plan("cuda", shape, 0, n, False, index_ndim, True) == "as_is"
 
 
 @pytest.mark.parametrize(

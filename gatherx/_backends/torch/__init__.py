@@ -24,6 +24,7 @@ from .domain import (
 from .modes import compiling, needs_autograd, plain_eager, tracing
 
 _grad_enabled = torch.is_grad_enabled
+_INT64 = torch.int64
 _GRAD = _rules.GRAD_OPSET
 _into: Any = None  # the out= module, imported on first use
 
@@ -50,18 +51,22 @@ class TorchBackend(Backend):
                 read = eager_ints(indices, size, opset)
                 if read is not None:  # else the flow reports the first bad index
                     negative = read[1] is not read[0]
-                    plan = kernels.plan_of(data, axis, len(read[0]), 1, negative)
-                    if plan[0] == "indexing":  # reads negative positions itself: no wrap
-                        return kernels.take_indexed(data, indices, axis)
+                    n, int64 = len(read[0]), indices.dtype is _INT64
+                    plan = kernels.plan_of(data, axis, n, 1, negative, int64)
+                    if plan[0] in kernels.AS_GIVEN:  # reads negative positions: no wrap
+                        return kernels.take_given(data, indices, axis, plan)
                     return kernels.take(data, ints_index(read, indices), axis, plan)
-            else:
-                plan = kernels.plan_of(data, axis, indices.numel(), indices.ndim)
-                # advanced indexing reads negative positions too: no wrap
-                if plan[0] == "indexing" and eager_low(indices, size, opset) is not None:
-                    return kernels.take_indexed(data, indices, axis)
-                index = eager_bounded(indices, size, opset)
-                if index is not None:  # else the flow reports the first bad index
-                    return kernels.take(data, index, axis, plan)
+            else:  # planned before the index is read: its sign is not known yet
+                n, k, int64 = indices.numel(), indices.ndim, indices.dtype is _INT64
+                plan = kernels.plan_of(data, axis, n, k, None, int64)
+                if plan[0] not in kernels.AS_GIVEN:
+                    index = eager_bounded(indices, size, opset)
+                    if index is not None:  # else the flow reports the first bad index
+                        return kernels.take(data, index, axis, plan)
+                else:  # these read negative positions too: no wrap
+                    low = eager_low(indices, size, opset)
+                    if low is not None:  # else the flow reports the first bad index
+                        return kernels.take_given(data, indices, axis, plan, low < 0)
         return self.take(*self.prepared(data, indices, axis, opset), sparse)
 
     def check_sparse(self, x: Any, fn: str, flag: str) -> None:

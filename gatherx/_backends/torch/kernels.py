@@ -26,6 +26,8 @@ BIT_TWIN = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: 
 GATHER_TWIN = {torch.float16: torch.int16, torch.bfloat16: torch.int16}
 
 _FLOAT32 = torch.float32
+#: The plans that read the index as given, negative positions included: no wrap.
+AS_GIVEN = frozenset({"indexing", "take", "take_negative"})
 _VIEWS = frozenset({"blocks", "columns"})  # the layouts that read the data through a view
 _HALF = frozenset(getattr(torch, name) for name in _rules.HALF_DTYPES)
 _INDEX_NAMES = {torch.int32: "int32", torch.int64: "int64"}
@@ -62,9 +64,9 @@ def take(
     """``data`` gathered along ``axis`` at a checked, non-negative ``index``.
 
     As :func:`plan_of` says (``plan``, if given, is its answer for ``data`` and ``index``):
-    :func:`select` (at the index flattened, its output then viewed in the output's shape) or
-    advanced indexing at the index as given; a scalar index read on the host takes
-    :func:`take_at`.
+    :func:`select` (at the index flattened, its output then viewed in the output's shape),
+    advanced indexing or ``torch.take`` at the index as given; a scalar index read on the
+    host takes :func:`take_at`.
     """
     if host_scalar(index):
         return take_at(data, int(index), axis)
@@ -79,6 +81,8 @@ def take(
         out = _indexed(source, axis, index if k else index.reshape(1))
         if not k:
             out = out.squeeze(axis)
+    elif kernel == "take":  # 1-D data: the output has the index's shape
+        out = torch.take(source, index)
     else:
         if copy:
             source = source.contiguous()
@@ -89,20 +93,27 @@ def take(
 
 
 def plan_of(
-    source: torch.Tensor, axis: int, n_index: int, index_ndim: int, negative: bool = False
+    source: torch.Tensor,
+    axis: int,
+    n_index: int,
+    index_ndim: int,
+    negative: bool | None = False,
+    int64: bool = True,
 ) -> tuple[str, bool]:
-    """How :func:`take` reads ``source`` at an index of ``n_index`` values and ``index_ndim``
-    dimensions (``negative``: 1-D, read on the host, holding a negative value): (``indexing``
-    or a :func:`select` plan, whether on a contiguous copy).
+    """How ``source`` is read at an index of ``n_index`` values and ``index_ndim``
+    dimensions (``negative``: holding a negative value, None: not read yet; ``int64``: of
+    that dtype): (a kernel, whether on a contiguous copy). :func:`take` runs the
+    :func:`select` plans, :func:`take_given` those of :data:`AS_GIVEN`.
 
     The :func:`layout` plan; on non-contiguous data, as
     :func:`gatherx._strategy.torch_forward_plan` says: read where it lies by advanced
     indexing (``torch.gather`` keeps its columns), or by the plan on a contiguous copy.
     """
-    plan = layout(source, axis, n_index, index_ndim, negative)
+    contiguous = source.is_contiguous()
+    plan = layout(source, axis, n_index, index_ndim, negative, int64, contiguous)
     # The TorchScript ONNX exporter replaces this body by one Gather node, but it still
     # traces it: the plain call keeps that trace simple.
-    if plan == "indexing" or source.is_contiguous() or tracing():
+    if plan == "indexing" or contiguous or tracing():
         return plan, False
     size = source.shape[axis]
     n_out = source.numel() // size * n_index if size else 0
@@ -127,13 +138,28 @@ def take_at(
     return bits_as(torch.select_copy(source, axis, at), data.dtype)
 
 
-def take_indexed(data: torch.Tensor, index: torch.Tensor, axis: int) -> torch.Tensor:
-    """``data`` gathered along ``axis`` at a checked ``index`` (negatives included) by
-    advanced indexing: the :func:`layout` plan ``indexing``."""
+def take_given(
+    data: torch.Tensor,
+    index: torch.Tensor,
+    axis: int,
+    plan: tuple[str, bool],
+    negative: bool = True,
+) -> torch.Tensor:
+    """``data`` gathered along ``axis`` at a checked ``index`` of rank >= 1 as given by a
+    :data:`AS_GIVEN` ``plan`` of :func:`plan_of`: advanced indexing, or on 1-D data
+    ``torch.take`` (``take_negative``: where the index holds a ``negative`` value, else
+    ``index_select``, which needs no wrap then)."""
     source = signed_view(data)
-    if source is data:
-        return _indexed(data, axis, index)
-    return bits_as(_indexed(source, axis, index), data.dtype)
+    kernel = plan[0]
+    if kernel == "indexing":
+        out = _indexed(source, axis, index)
+    elif negative or kernel == "take":  # of the index's shape: the output's on 1-D data
+        out = torch.take(source, index)
+    else:
+        out = torch.index_select(source, 0, index if index.ndim == 1 else index.reshape(-1))
+        if index.ndim != 1:
+            out = out.view(index.shape)
+    return out if source is data else bits_as(out, data.dtype)
 
 
 def _indexed(source: torch.Tensor, axis: int, index: torch.Tensor) -> torch.Tensor:
@@ -143,15 +169,25 @@ def _indexed(source: torch.Tensor, axis: int, index: torch.Tensor) -> torch.Tens
 
 
 def layout(
-    source: torch.Tensor, axis: int, n_index: int, index_ndim: int = 1, negative: bool = False
+    source: torch.Tensor,
+    axis: int,
+    n_index: int,
+    index_ndim: int = 1,
+    negative: bool | None = False,
+    int64: bool = True,
+    contiguous: bool = True,
 ) -> str:
-    """:func:`gatherx._strategy.torch_layout_plan` for ``source``: its plans for plain
-    tensors in plain eager code, ``as_is`` for any other."""
-    if axis == 0 and index_ndim < 2 and not negative:  # the plan's as_is, read first
+    """:func:`gatherx._strategy.torch_layout_plan` for ``source`` (``contiguous``: whether
+    it is): its plans for plain tensors in plain eager code, ``as_is`` for any other."""
+    # the plan's as_is, read first (a sign not read yet matters on contiguous 1-D data only)
+    unknown = negative is None and source.ndim == 1 and contiguous
+    if axis == 0 and index_ndim < 2 and not negative and not unknown:
         return "as_is"
     kind = "cpu" if source.is_cpu else "other"
     float32 = source.dtype is _FLOAT32
-    plan = torch_layout_plan(kind, source.shape, axis, n_index, float32, index_ndim, negative)
+    plan = torch_layout_plan(
+        kind, source.shape, axis, n_index, float32, index_ndim, negative, int64, contiguous
+    )
     if plan == "as_is" or (type(source) in PLAIN_TYPES and plain_eager()):
         return plan
     return "as_is"
