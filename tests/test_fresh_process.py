@@ -243,10 +243,13 @@ warnings.simplefilter("ignore")
 framework, order, layout = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
 import numpy as np
 # small: few indices; scalar: one; short: many 32-byte rows (the rows twice over); rows: 400
-# indices into 256-byte rows (checked and wrapped in NumPy's passes)
+# indices into 256-byte rows (checked and wrapped in NumPy's passes); flat: 400 into 1-D data
+# (PyTorch's torch.take)
 rows, cols, n = {"small": (4, 3, 4), "short": (300, 8, 5000), "rows": (300, 64, 400),
-                 "scalar": (4, 3, 2)}[layout]
+                 "scalar": (4, 3, 2), "flat": (300, 1, 400)}[layout]
 DATA = np.arange(rows * cols, dtype=np.float64).reshape(rows, cols)
+if layout == "flat":
+    DATA = DATA.reshape(-1)
 good = np.random.default_rng(0).integers(-rows, rows, n)
 bad = good.copy()
 bad[-2] = rows + 5
@@ -256,7 +259,7 @@ if layout == "small":
 if layout == "scalar":
     IDS = {"good": np.array(-1), "bad": np.array(9)}
 import gatherx
-shape = (*IDS["good"].shape, cols)
+shape = (*IDS["good"].shape, *DATA.shape[1:])
 if framework == "torch":
     import torch
     data, out = torch.from_numpy(DATA), torch.full(shape, -7.0, dtype=torch.float64)
@@ -279,7 +282,7 @@ print(json.dumps(result))
 
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 @pytest.mark.parametrize("first", ["good", "bad"])
-@pytest.mark.parametrize("layout", ["small", "scalar", "short", "rows"])
+@pytest.mark.parametrize("layout", ["small", "scalar", "short", "rows", "flat"])
 def test_first_call_with_out(framework, first, layout):
     if framework == "torch":
         need("torch")

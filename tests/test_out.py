@@ -13,7 +13,7 @@ from gatherx._rules import ONNX_DATA_DTYPES
 
 DTYPES = sorted(ONNX_DATA_DTYPES)
 #: (data shape, index shape, axis): rows, inner axes, the last axis, a scalar index, rank 4,
-#: many short rows (NumPy's doubled plan), an empty index.
+#: many short rows (NumPy's doubled plan), an empty index, 1-D data (PyTorch's torch.take).
 SHAPES = [
     ((6, 4), (2, 3), 0),
     ((3, 7, 5), (4,), 1),
@@ -23,6 +23,8 @@ SHAPES = [
     ((2, 3, 5, 4), (3, 2), 2),
     ((500, 2), (4000,), 0),
     ((4, 3), (0,), 0),
+    ((9,), (2, 3), 0),
+    ((40,), (20,), -1),
 ]
 
 
@@ -107,6 +109,37 @@ def test_torch_out_layouts():
     out = torch.zeros(3, 1, 5).permute(2, 1, 0)  # (5, 1, 3), transposed
     gatherx.gather(data.contiguous(), idx, axis=1, out=out)
     np.testing.assert_array_equal(out.numpy(), want)
+
+
+@pytest.mark.parametrize("index_shape", [(2, 3), (20,), (5000,)])
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+@pytest.mark.parametrize("sign", ["both", "non-negative"])
+@pytest.mark.parametrize("layout", ["contiguous", "strided_data", "strided_out"])
+def test_torch_out_of_one_dimensional_data(monkeypatch, index_shape, index_dtype, sign, layout):
+    """1-D data into ``out`` on every layout: np.take's values; ``torch.take`` writes into
+    ``out`` itself at an int64 index holding a negative value, on contiguous data."""
+    torch = need("torch")
+    rng = np.random.default_rng(5)
+    host = rng.standard_normal(80)
+    data = torch.from_numpy(host)[::2] if layout == "strided_data" else torch.from_numpy(host[:40])
+    idx = _indices(rng, 40, index_shape, index_dtype)
+    if sign == "non-negative":
+        idx %= 40
+    want = _oracle(data.numpy(), idx, 0)
+    room = torch.zeros((*want.shape, 2), dtype=torch.float64)
+    out = room[..., 0] if layout == "strided_out" else torch.zeros(want.shape, dtype=torch.float64)
+    calls = []
+    real = torch.take
+
+    def spy(source, index, **kwargs):
+        calls.append(kwargs.get("out"))
+        return real(source, index, **kwargs)
+
+    monkeypatch.setattr(torch, "take", spy)
+    assert gatherx.gather(data, torch.from_numpy(idx), out=out) is out
+    np.testing.assert_array_equal(out.numpy(), want)
+    taken = layout != "strided_data" and index_dtype == "int64" and sign == "both"
+    assert calls == ([out] if taken else [])
 
 
 def _outs_of(monkeypatch, torch, name: str) -> list:

@@ -144,17 +144,19 @@ def take_given(
     axis: int,
     plan: tuple[str, bool],
     negative: bool = True,
+    into: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``data`` gathered along ``axis`` at a checked ``index`` of rank >= 1 as given by a
     :data:`AS_GIVEN` ``plan`` of :func:`plan_of`: advanced indexing, or on 1-D data
     ``torch.take`` (``take_negative``: where the index holds a ``negative`` value, else
-    ``index_select``, which needs no wrap then)."""
+    ``index_select``, which needs no wrap then); ``torch.take`` writes into ``into`` of the
+    output's shape if given."""
     source = signed_view(data)
     kernel = plan[0]
     if kernel == "indexing":
         out = _indexed(source, axis, index)
     elif negative or kernel == "take":  # of the index's shape: the output's on 1-D data
-        out = torch.take(source, index)
+        out = torch.take(source, index, out=None if into is None else signed_view(into))
     else:
         out = torch.index_select(source, 0, index if index.ndim == 1 else index.reshape(-1))
         if index.ndim != 1:

@@ -12,10 +12,11 @@ from ..._rules import Span
 from ..._strategy import torch_out_plan
 from ..base import Backend, OutWriter, host_span
 from . import bounds, kernels
-from .domain import STRIDED, eager_bounded, eager_cpu_call, eager_position
+from .domain import STRIDED, eager_bounded, eager_cpu_call, eager_low, eager_position
 from .modes import compiling, functorch_active, tracing
 
 Tensor = torch.Tensor
+_INT64 = torch.int64
 _forward_ad = torch.autograd.forward_ad
 
 
@@ -51,11 +52,22 @@ def gather_out(
                 if at is not None:  # else the flow reports the bad index
                     kernels.take_at(data, at, ax, out)
                     return out
-            else:
-                flat = eager_bounded(indices, shape[ax], opset, flat=True)
-                if flat is not None:  # else the flow reports the first bad index
-                    WRITER.write(data, flat, ax, out)
-                    return out
+            else:  # planned with the index as one dimension, before it is read
+                int64 = indices.dtype is _INT64
+                plan = kernels.plan_of(data, ax, indices.numel(), 1, None, int64)
+                if plan[0] != "take_negative":  # (advanced indexing has no out=)
+                    flat = eager_bounded(indices, shape[ax], opset, flat=True)
+                    if flat is not None:  # else the flow reports the first bad index
+                        WRITER.write(data, flat, ax, out, plan)
+                        return out
+                else:  # 1-D data: torch.take reads negative positions itself, no wrap
+                    low = eager_low(indices, shape[ax], opset)
+                    if low is not None:  # else the flow reports the first bad index
+                        if low < 0:
+                            kernels.take_given(data, indices, ax, plan, True, out)
+                        else:  # none negative: the plan for that sign
+                            WRITER.write(data, indices.reshape(-1), ax, out)
+                        return out
     return Backend.gather_out(backend, data, indices, axis, opset, out, WRITER)
 
 
@@ -115,12 +127,21 @@ class TorchOut(OutWriter):
         if out.numel():
             self.write(data, kernels.wrap(index.reshape(-1), data.shape[axis]), axis, out)
 
-    def write(self, data: torch.Tensor, flat: torch.Tensor, axis: int, out: Tensor) -> None:
+    def write(
+        self,
+        data: torch.Tensor,
+        flat: torch.Tensor,
+        axis: int,
+        out: Tensor,
+        plan: tuple[str, bool] | None = None,
+    ) -> None:
         """Write ``data`` gathered along ``axis`` at a checked, non-negative 1-D index into
-        a non-empty ``out``."""
+        a non-empty ``out``, by the forward's ``plan`` (:func:`kernels.plan_of` of ``data``
+        at that index) if given."""
         data, out = kernels.signed_view(data), kernels.signed_view(out)
         n = flat.shape[0]
-        plan = kernels.plan_of(data, axis, n, 1)  # the forward's
+        if plan is None:
+            plan = kernels.plan_of(data, axis, n, 1)  # the forward's
         kernel, copy = plan
         post = data.numel() // (data.shape[0] or 1) if axis == 0 else 0  # dim 0's rows only
         how = torch_out_plan(out.is_contiguous(), kernel, axis, n, post)
