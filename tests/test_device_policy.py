@@ -27,8 +27,9 @@ VALID = [
     ((2, 3, 4), [[-1, 0, 3]], -1),
     ((3, 4, 2), 1, 1),
     ((5,), [-5, 4, -1, 0, 0], 0),
+    ((5,), [[-5, 4], [-1, 0]], 0),
 ]
-VALID_IDS = ["2d-neg", "cols-dup", "last-axis", "scalar", "1d"]
+VALID_IDS = ["2d-neg", "cols-dup", "last-axis", "scalar", "1d", "1d-data-2d-index"]
 # Every bad kind: above, below -s, a negative before opset 11, int64 beyond int32 (which
 # an int32 narrowing would turn into 0 or 1), a zero-size axis.
 BAD = [

@@ -26,6 +26,7 @@ BIT_TWIN = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: 
 GATHER_TWIN = {torch.float16: torch.int16, torch.bfloat16: torch.int16}
 
 _FLOAT32 = torch.float32
+_INT64 = torch.int64
 #: The plans that read the index as given, negative positions included: no wrap.
 AS_GIVEN = frozenset({"indexing", "take", "take_negative"})
 _VIEWS = frozenset({"blocks", "columns"})  # the layouts that read the data through a view
@@ -74,7 +75,9 @@ def take(
     k = index.ndim
     if k != 1 and is_dtensor(index):
         index = replicated_everywhere(index)  # DTensor's reshape miscounts some shards
-    kernel, copy = plan_of(source, axis, index.numel(), k) if plan is None else plan
+    if plan is None:
+        plan = plan_of(source, axis, index.numel(), k, False, index.dtype is _INT64)
+    kernel, copy = plan
     if kernel == "indexing":
         # the index's dimensions in place of the axis, as given (a 0-d index would index
         # as an int, a view: taken as one, its axis then dropped)
