@@ -289,8 +289,9 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
     monkeypatch, shape, indices, axis, threads, index_dtype, dtype
 ):
     """One ``index_select`` call on contiguous data itself or on the view of it that
-    ``torch_layout_plan`` names (sharing its memory), or one ``torch.gather`` on the data at
-    the index expanded without a copy, at the indices made non-negative, or (``indexing``,
+    ``torch_layout_plan`` names (sharing its memory), or one ``torch.gather`` on the data's
+    (outer rows, columns) view at the index expanded without a copy, at the indices made
+    non-negative, or (``indexing``,
     at an index of two or more dimensions, or a few values one of which is negative)
     advanced indexing on the data at the index as given, whatever the shape or thread count;
     for ``out=`` (the index as one dimension) too."""
@@ -366,7 +367,7 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
         want_kernel, want_shape, want_dim = {
             "as_is": ("index_select", shape, ax),
             "blocks": ("index_select", (pre, size, post), 1),
-            "gather": ("gather", shape, ax),
+            "gather": ("gather", (pre, size), 1),  # the columns, behind their outer rows
             "columns": ("index_select", (pre, 1, size, 1), 2),
         }[plan]
         assert kernel == want_kernel
@@ -374,7 +375,8 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
         assert (tuple(source.shape), dim) == (want_shape, want_dim)
         used = index_used
         if kernel == "gather":  # the index's one dimension on the axis, broadcast elsewhere
-            broadcast = [st for d, st in enumerate(used.stride()) if d != dim and shape[d] > 1]
+            sizes = want_shape
+            broadcast = [st for d, st in enumerate(used.stride()) if d != dim and sizes[d] > 1]
             assert broadcast == [0] * len(broadcast)
             used = used[tuple(slice(None) if d == dim else 0 for d in range(used.ndim))]
         np.testing.assert_array_equal(used.numpy(), wrapped)
@@ -440,6 +442,54 @@ def test_torch_layouts_in_plain_eager_code_only(monkeypatch, shape, axis, index_
     np.testing.assert_array_equal(t_out.numpy(), np.take(tangent.numpy(), idx.numpy(), axis=axis))
     assert calls
     assert all(c == ("index_select", torch.Size(shape), axis) for c in calls)
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis"), [((2, 32, 500, 1, 1), 2), ((106, 3, 183, 1), -2), ((2, 32, 1, 90), 3)]
+)
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32", "uint16", "bool"])
+@pytest.mark.parametrize("strided", [False, True])
+def test_torch_gather_plan_on_columns_with_unit_dims(monkeypatch, shape, axis, dtype, strided):
+    """Where the plan is ``gather`` (columns behind many outer rows), contiguous data is read
+    by one ``torch.gather`` on its (outer rows, columns) view, whatever dimensions of length
+    one it has, and strided data as given; forward and ``out=`` values as np.take's, the
+    index as given never written."""
+    torch = need("torch")
+    n = 64
+    rng = np.random.default_rng(4)
+    full = list(shape)
+    full[-1] *= 2 if strided else 1
+    host = (rng.standard_normal(full) * 100).astype(dtype)
+    data = torch.from_numpy(host)
+    if strided:
+        data, host = data[..., ::2], host[..., ::2]
+    size = shape[axis]
+    idx = (np.arange(n) * 7 % (2 * size) - size).astype(np.int64)
+    ax = axis % len(shape)
+    pre = math.prod(shape[:ax])
+    contiguous = not strided
+    plan = st.torch_layout_plan("cpu", shape, ax, n, dtype == "float32", 1, None, True, contiguous)
+    assert plan == "gather"
+    calls = []
+    real = torch.gather
+
+    def spy(source, dim, index, **kwargs):
+        calls.append((tuple(source.shape), dim))
+        return real(source, dim, index, **kwargs)
+
+    monkeypatch.setattr(torch, "gather", spy)
+    index = torch.from_numpy(idx)
+    want = np.take(host, idx, axis=axis)
+    got = gatherx.gather(data, index, axis=axis)
+    into = torch.zeros(want.shape, dtype=data.dtype)
+    assert gatherx.gather(data, index, axis=axis, out=into) is into
+    np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(into.numpy(), want)
+    np.testing.assert_array_equal(index.numpy(), idx)
+    if contiguous:  # the view of the columns behind their outer rows, forward and out=
+        assert calls == [((pre, size), 1)] * 2
+    else:  # the data as given (the forward, whose out= may copy its result)
+        assert calls[0] == (tuple(shape), ax)
 
 
 @pytest.mark.parametrize(
