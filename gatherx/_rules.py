@@ -6,7 +6,7 @@ Every check raises the error :mod:`._errors` spells; backends and fast paths rea
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -183,6 +183,13 @@ def first_bad(indices: np.ndarray, size: int, opset: int) -> tuple[int, tuple[in
 #: Host indices of at most this many elements are read as Python ints: NumPy's reductions
 #: cost ~1.3 us each, more than the whole read of a few values.
 SMALL_HOST_INDEX = 16
+
+
+def may_repeat(n_index: int, read: Callable[[], list[Any]]) -> bool:
+    """Whether an index of ``n_index`` values may name one slot twice: True from more than
+    ``SMALL_HOST_INDEX`` values, else whether its values, ``read()`` as Python ints (one
+    flat list), repeat one (cheaper than the sums a repeat would need)."""
+    return n_index > SMALL_HOST_INDEX or len(set(read())) < n_index
 
 
 def host_extremes(values: np.ndarray) -> tuple[int, int]:

@@ -101,6 +101,55 @@ def test_half_precision_backward_sums_in_float32(dtype):
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize(
+    ("shape", "ids", "axis"),
+    [((5, 3), [3, -1, 0], 0), ((5, 3), [-5, 4, 1], 0), ((2, 7, 3), [6, 0, -2, 3], 1),
+     ((200_000, 2), list(range(-40, 40, 3)), 0), ((3, 1, 90_000), [[5, -1], [7, 80_000]], -1)],
+)  # fmt: skip
+def test_half_gather_grad_at_distinct_indices_copies_each_slice(
+    monkeypatch, dtype, shape, ids, axis
+):
+    """Where no index repeats a slot (a few values read as ints, or more whose distinct
+    values were counted), each sum is one slice: written as given, with no float32 copy, -0.0
+    made the +0.0 that a sum gives; a repeated index still sums in float32 and rounds once."""
+    ax = axis % len(shape)
+    idx = np.array(ids)
+    distinct = len(set((idx % shape[ax]).ravel().tolist())) == idx.size
+    grad_shape = (*shape[:ax], *idx.shape, *shape[ax + 1 :])
+    rng = np.random.default_rng(idx.size)
+    values = rng.integers(-8, 8, grad_shape) / 4
+    values.reshape(-1)[0] = -0.0
+    grad = torch.from_numpy(values).to(dtype)
+    widened = []
+    real = torch.Tensor.float
+
+    def spy(self, *args, **kwargs):
+        widened.append(self.shape)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "float", spy)
+    got = gatherx.gather_grad(shape, torch.from_numpy(idx), grad, axis=axis)
+    want = np.zeros(shape)
+    moved = np.moveaxis(values, list(range(ax, ax + idx.ndim)), list(range(idx.ndim)))
+    np.add.at(np.moveaxis(want, ax, 0), idx % shape[ax], moved)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got, torch.from_numpy(want).to(dtype), rtol=0, atol=0)
+    assert not torch.signbit(got[got == 0]).any()  # +0.0, as zeros plus -0.0 gives
+    assert distinct
+    assert not widened
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_half_gather_grad_at_few_repeated_indices_sums_in_float32(dtype):
+    """Three slices on one slot: 1024 + 0.5 + 0.5 rounds to 1024 at each step in half
+    precision, and to 1025 (bfloat16: 1024) once in float32: the float32 sum rounded once."""
+    grad = torch.tensor([[1024.0], [0.5], [0.5], [3.0]], dtype=dtype)
+    got = gatherx.gather_grad((4, 1), torch.tensor([2, -2, 2, 0]), grad)
+    want = torch.tensor([[3.0], [0.0], [1025.0], [0.0]], dtype=torch.float64).to(dtype)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize(
     ("rows", "cols", "n", "plan"),
     [(4, 3, 2000, "float32"), (3000, 2, 40, "float32"), (200_000, 2, 30, "distinct"),
      (400_000, 1, 500, "distinct")],

@@ -361,8 +361,7 @@ def grad_by_plan(
         # Half precision would round every partial sum: add in float32, round once.
         if plan in ("rows", "elements") and n and pre * post:
             return _half_sums(plan, shape, pre, size, post, flat, grad)
-        # few values are read as Python ints: whether one repeats costs less than a sum
-        repeated = n > _rules.SMALL_HOST_INDEX or len(set(flat.tolist())) < n
+        repeated = _rules.may_repeat(n, flat.tolist)
         half = half_grad_plan("numpy", pre * size * post, n, repeated) if pre * post else ""
         if half == "distinct":
             return _half_distinct(shape, pre, size, post, flat, grad)

@@ -254,17 +254,24 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
     dtype = grad.dtype
     shape = list(source.shape)
     shape[axis] = size
+    plan = ""
     if dtype in _HALF:  # half precision would round every partial sum: add in float32
-        # (eager code only for the distinct sums: unique's output size depends on the values)
-        plan = half_grad_plan("torch", math.prod(shape), flat.shape[0])
-        if plain_eager():
+        # (eager code only for the distinct sums and the read of few values: the sums' size
+        # and the plan depend on the values; no read on an accelerator, which would sync)
+        eager = plain_eager()
+        n = flat.shape[0]
+        repeated = not (eager and flat.is_cpu) or _rules.may_repeat(n, flat.tolist)
+        plan = half_grad_plan("torch", math.prod(shape), n, repeated)
+        if plan == "as_given":
+            return _one_each(source, flat, axis, size)
+        if eager:
             if plan == "distinct":
                 return _half_scatter_add(source, flat, axis, size)
             return _float32_sums(source, flat, axis, size).to(dtype)  # rounded once
-        source = source.float()
-    else:
-        # two's-complement addition gives the same bits for signed and unsigned integers
-        source = signed_view(source)
+    # (traced, compiled or under torch.func, half precision is added in float32 here;
+    # two's-complement addition gives the same bits for signed and unsigned integers)
+    widened = plan == "float32" or plan == "distinct"
+    source = source.float() if widened else signed_view(source)
     zeros = source.new_zeros(shape)
     if functorch_active():
         # vmap batches the index and not the gradient: zeros made from the gradient are not
@@ -272,7 +279,7 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
         out = torch.index_add(zeros, axis, flat, source)
     else:
         out = zeros.index_add_(axis, flat, source)
-    if dtype in _HALF:
+    if widened:
         return out.to(dtype)  # rounded once
     return bits_as(out, dtype)
 
@@ -292,11 +299,26 @@ def _half_scatter_add(
 ) -> torch.Tensor:
     """The float16/bfloat16 scatter-add summed in float32 over each distinct index's slice
     once, rounded once, then written into zeros: the float32 sums take the gradient's memory,
-    not the data's (a float32 copy of a large table costs more than the whole native add)."""
-    rows, sums = _distinct_sums(source, flat, axis)
+    not the data's (a float32 copy of a large table costs more than the whole native add).
+    Where no index repeats, each sum is one slice (the ``as_given`` plan)."""
+    rows, slot = torch.unique(flat, return_inverse=True)
+    n = rows.shape[0]
     shape = list(source.shape)
     shape[axis] = size
+    if half_grad_plan("torch", math.prod(shape), n, n < flat.shape[0]) == "as_given":
+        return _one_each(source, flat, axis, size)
+    sums = _float32_sums(source, slot, axis, n).to(source.dtype)
     return source.new_zeros(shape).index_copy_(axis, rows, sums)
+
+
+def _one_each(source: torch.Tensor, flat: torch.Tensor, axis: int, size: int) -> torch.Tensor:
+    """Zeros with each slice of ``source`` written at its slot of ``flat``, which names no
+    slot twice: the scatter-add's sums, exact in any precision (``index_add_`` of float16
+    moves the whole table, 3x the zeros' time); plus 0, so that -0.0 becomes the +0.0 that
+    a sum gives."""
+    shape = list(source.shape)
+    shape[axis] = size
+    return source.new_zeros(shape).index_copy_(axis, flat, source + 0)
 
 
 def _distinct_sums(
