@@ -94,6 +94,9 @@ NUMPY_COLUMNS_SHORT_DATA_BYTES = 1 << 20
 #: Non-contiguous data, an output at least this many times its size: the data copied
 #: (by ``ndarray.take`` itself, or first), then the contiguous data's plan.
 NUMPY_COPY_OUTPUT_SHARE = 4
+#: Non-contiguous data in rows of more than one element: fancy indexing's step per (outer
+#: row, index) pair of its output costs about what this many more output elements cost.
+NUMPY_FANCY_PAIR_ELEMENTS = 128
 
 
 def numpy_forward_plan(
@@ -120,7 +123,9 @@ def numpy_forward_plan(
 
     Non-contiguous data takes the contiguous data's plan where the output is at least
     ``NUMPY_COPY_OUTPUT_SHARE`` times its size (the copy of the data then costs at most a
-    quarter of the output's), else ``fancy``.
+    quarter of the output's), else ``fancy``; in rows of more than one element (``post >
+    1``), where fancy indexing steps through a subspace per (outer row, index) pair, its
+    output counted with ``NUMPY_FANCY_PAIR_ELEMENTS`` more elements per pair.
     """
     span = size * itemsize  # an outer row: where columns (post == 1) lie
     if post == 1 and (
@@ -133,7 +138,8 @@ def numpy_forward_plan(
         )
     ):
         return "fancy"
-    if not contiguous and n_index < NUMPY_COPY_OUTPUT_SHARE * size:
+    pair = NUMPY_FANCY_PAIR_ELEMENTS if post > 1 else 0  # a column's loop has no subspace
+    if not contiguous and n_index * (pair + post) < NUMPY_COPY_OUTPUT_SHARE * size * post:
         return "fancy"
     out = pre * n_index * post
     if out < NUMPY_PLAN_MIN_OUTPUT:

@@ -261,8 +261,8 @@ def take_by_plan(plan: str | None, data: np.ndarray, index: np.ndarray, axis: in
     otherwise gives ``np.take``'s result, an array of the data's dtype (rank 0 included).
     The output is the one array of its size allocated: no plan builds an index of the
     output's size, and none copies the data but ``ndarray.take`` on non-contiguous data,
-    which the automatic choice gives only an output at least
-    :data:`gatherx._strategy.NUMPY_COPY_OUTPUT_SHARE` times the data's size.
+    which the automatic choice gives only where the copy costs less than fancy indexing's
+    steps (:func:`gatherx._strategy.numpy_forward_plan`).
     """
     if index.ndim == 0 and data.ndim == 1:
         # A scalar comes back here, and a 0-d array of it may change its dtype (objects,
