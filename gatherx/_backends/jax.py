@@ -87,10 +87,18 @@ def _filled(dtype: Any, shape: tuple[int, ...]) -> jax.Array:
     return jnp.broadcast_to(value, shape)
 
 
+def _count(index: jax.Array, size: Any) -> int:
+    """The values of ``index`` for the layout plan; a symbolic count (``jax.export``) is
+    planned as ``size``, the axis's length (the plan for many values, which it was before the
+    count was asked)."""
+    n = index.size
+    return n if isinstance(n, int) else size
+
+
 def _gather_op(data: jax.Array, index: jax.Array, axis: int, mode: str) -> jax.Array:
     """One ``lax.gather`` along ``axis``, in the layout _strategy.jax_layout_plan picks."""
-    if jax_layout_plan(data.shape, axis) == "axis_first":
-        # Same forward (XLA fuses the transposes); its transpose scatters whole rows, 1.8x.
+    if jax_layout_plan(data.shape, axis, _count(index, data.shape[axis])) == "axis_first":
+        # Same forward (XLA fuses the transposes); its transpose scatters whole rows.
         k = index.ndim
         out = _gather_op(jnp.moveaxis(data, axis, 0), index, 0, mode)
         return jnp.moveaxis(out, tuple(range(k)), tuple(range(axis, axis + k)))
@@ -262,7 +270,7 @@ def _scatter_into(
 
 def _add(index: jax.Array, grad: jax.Array, shape: tuple[int, ...], axis: int) -> jax.Array:
     """One ``lax.scatter_add`` into zeros, in the layout _strategy.jax_layout_plan picks."""
-    if jax_layout_plan(shape, axis) == "axis_first":
+    if jax_layout_plan(shape, axis, _count(index, shape[axis])) == "axis_first":
         k = index.ndim
         moved = jnp.moveaxis(grad, tuple(range(axis, axis + k)), tuple(range(k)))
         front = (shape[axis], *shape[:axis], *shape[axis + 1 :])
