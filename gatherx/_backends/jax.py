@@ -88,9 +88,9 @@ def _filled(dtype: Any, shape: tuple[int, ...]) -> jax.Array:
 
 
 def _count(index: jax.Array, size: Any) -> int:
-    """The values of ``index`` for the layout plan; a symbolic count (``jax.export``) is
-    planned as ``size``, the axis's length (the plan for many values, which it was before the
-    count was asked)."""
+    """The values of ``index`` for the layout plan; a symbolic count (``jax.export``), whose
+    value no plan can compare, counts as ``size``, the axis's length: one plan for any
+    count."""
     n = index.size
     return n if isinstance(n, int) else size
 
