@@ -463,8 +463,9 @@ def jax_layout_plan(shape: tuple[int, ...], axis: int, n_index: int) -> str:
     from the axis's length on); on fewer values the moves of the whole table cost more than
     the scatter saves (1.6-4.8x at a tenth of the axis and below)."""
     pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
-    many = n_index * JAX_AXIS_FIRST_SHARE >= shape[axis]
-    return "axis_first" if post == 1 and pre > 1 and many else "as_is"
+    if post == 1 and pre > 1 and n_index * JAX_AXIS_FIRST_SHARE >= shape[axis]:
+        return "axis_first"
+    return "as_is"
 
 
 def jax_index_plan(index_ndim: int) -> str:

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import textwrap
+from functools import partial
 
 import numpy as np
 import pytest
@@ -458,19 +459,37 @@ def test_checkify_on_an_explicit_mesh_in_a_fresh_process() -> None:
         _says(msg2, 9, 0, 8)
 
 
-def test_jax_export_with_a_symbolic_index_length():
+@pytest.mark.parametrize("axis", [0, 1])  # axis 1: columns, whose layout counts the index
+def test_jax_export_with_a_symbolic_index_length(axis):
     """jax.export of the jitted gather with a symbolic number of indices, bad ones filled."""
     from jax import export
 
-    f = jax.jit(gatherx.gather, static_argnames=("axis", "opset"))
+    f = jax.jit(partial(gatherx.gather, axis=axis))
     (n,) = export.symbolic_shape("n")
     exported = export.export(f)(
         jax.ShapeDtypeStruct((5, 3), jnp.float32), jax.ShapeDtypeStruct((n,), jnp.int32)
     )
     data = np.arange(15, dtype=np.float32).reshape(5, 3)
     got = np.asarray(exported.call(jnp.asarray(data), jnp.asarray([0, -1, 7], jnp.int32)))
-    np.testing.assert_array_equal(got[:2], np.take(data, [0, -1], axis=0))
-    assert np.isnan(got[2]).all()
+    first, want = np.moveaxis(got, axis, 0), np.take(data, [0, -1], axis=axis)
+    np.testing.assert_array_equal(first[:2], np.moveaxis(want, axis, 0))
+    assert np.isnan(first[2]).all()
+
+
+@pytest.mark.parametrize("ids", [[-1, 1], [0, 1, 2, -2, 4, 3, 2, 1, 0]])
+def test_jax_export_with_symbolic_rows(ids):
+    """jax.export with a symbolic length of the gathered axis: one program for any rows."""
+    from jax import export
+
+    f = jax.jit(gatherx.gather, static_argnames=("axis", "opset"))
+    (rows,) = export.symbolic_shape("rows")
+    exported = export.export(f)(
+        jax.ShapeDtypeStruct((rows, 2), jnp.float32), jax.ShapeDtypeStruct((len(ids),), jnp.int32)
+    )
+    for count in (5, 9):
+        data = np.arange(2.0 * count, dtype=np.float32).reshape(count, 2)
+        got = exported.call(jnp.asarray(data), jnp.asarray(ids, jnp.int32))
+        np.testing.assert_array_equal(np.asarray(got), np.take(data, ids, axis=0))
 
 
 @pytest.mark.parametrize("name", ["axis", "opset"])

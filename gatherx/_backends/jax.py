@@ -88,11 +88,11 @@ def _filled(dtype: Any, shape: tuple[int, ...]) -> jax.Array:
 
 
 def _count(index: jax.Array, size: Any) -> int:
-    """The values of ``index`` for the layout plan; a symbolic count (``jax.export``), whose
-    value no plan can compare, counts as ``size``, the axis's length: one plan for any
-    count."""
+    """The values of ``index`` for the layout plan; where it or the axis's length ``size`` is
+    symbolic (``jax.export``), whose value no plan can compare, ``size`` itself: one plan for
+    any count."""
     n = index.size
-    return n if isinstance(n, int) else size
+    return n if isinstance(n, int) and isinstance(size, int) else size
 
 
 def _gather_op(data: jax.Array, index: jax.Array, axis: int, mode: str) -> jax.Array:
