@@ -138,9 +138,10 @@ def numpy_forward_plan(
         )
     ):
         return "fancy"
-    pair = NUMPY_FANCY_PAIR_ELEMENTS if post > 1 else 0  # a column's loop has no subspace
-    if not contiguous and n_index * (pair + post) < NUMPY_COPY_OUTPUT_SHARE * size * post:
-        return "fancy"
+    if not contiguous:
+        pair = NUMPY_FANCY_PAIR_ELEMENTS if post > 1 else 0  # a column's loop: no subspace
+        if n_index * (pair + post) < NUMPY_COPY_OUTPUT_SHARE * size * post:
+            return "fancy"
     out = pre * n_index * post
     if out < NUMPY_PLAN_MIN_OUTPUT:
         return "raise"

@@ -208,14 +208,14 @@ def select(
     ``gather``); written into ``out`` of that shape if given."""
     if plan == "as_is":
         return torch.index_select(source, axis, flat, out=out)
+    if plan == "gather" and source.dtype in GATHER_TWIN:
+        into = None if out is None else signed_view(out, GATHER_TWIN)
+        moved = select(signed_view(source, GATHER_TWIN), axis, flat, plan, into)
+        return bits_as(moved, source.dtype)
     n = flat.shape[0]
     sizes = source.shape  # blocks: (pre, size, post) on dim 1; columns: (pre, 1, size, 1) on 2
-    pre, post = math.prod(sizes[:axis]), math.prod(sizes[axis + 1 :])
+    pre = math.prod(sizes[:axis])
     if plan == "gather":  # the index expanded over the outer rows: a view, no copy
-        if source.dtype in GATHER_TWIN:
-            into = None if out is None else signed_view(out, GATHER_TWIN)
-            moved = select(signed_view(source, GATHER_TWIN), axis, flat, plan, into)
-            return bits_as(moved, source.dtype)
         if source.is_contiguous():
             # on the (pre, size) view: gather's loop runs 2-3x slower over the data's own
             # dims where one of them has length 1 (docs/performance_details.md)
@@ -230,6 +230,7 @@ def select(
     if plan == "columns":
         into = None if out is None else out.view(pre, 1, n, 1)
         return torch.index_select(source.view(pre, 1, sizes[axis], 1), 2, flat, out=into)
+    post = math.prod(sizes[axis + 1 :])
     into = None if out is None else out.view(pre, n, post)
     return torch.index_select(source.view(pre, sizes[axis], post), 1, flat, out=into)
 
