@@ -9,12 +9,15 @@ import math
 
 from ._rules import SMALL_HOST_INDEX
 
-# --------------------------------------------------------------------------- both
+# --------------------------------------------------------------------------- all
 #: float16/bfloat16 gradients are summed in float32, per backend: over each distinct index once
 #: (after a sort of the indices, whose cost grows with them) where the data holds more than
-#: this many elements per index plus a fixed count, else in a float32 table of the data's shape
-#: (whose cost grows with the data). NumPy's float32 table costs ~10x PyTorch's per element.
-HALF_DISTINCT_BEYOND = {"numpy": (8, 2**12), "torch": (512, 2**17)}
+#: this many elements per index plus a fixed count, and at least a multiple of the gradient's
+#: elements, else in a float32 table of the data's shape (whose cost grows with the data).
+#: NumPy's float32 table costs ~10x PyTorch's per element; JAX's sort on the CPU
+#: (``jnp.unique``) ~200 ns an index, and its sums are added into the half-precision zeros
+#: by a scatter slower per element than the float32 table's.
+HALF_DISTINCT_BEYOND = {"numpy": (8, 2**12, 0), "torch": (512, 2**17, 0), "jax": (2048, 2**14, 16)}
 
 
 #: PyTorch converts half-precision gradients of at least this many elements to float32 a
@@ -44,16 +47,20 @@ def half_grad_slice(grad_elements: int, n_index: int, shape: list[int], axis: in
     return max(1, TORCH_HALF_SLICE // (grad_elements // n_index))
 
 
-def half_grad_plan(backend: str, data_elements: int, n_index: int, repeated: bool = True) -> str:
+def half_grad_plan(
+    backend: str, data_elements: int, n_index: int, repeated: bool = True, grad_elements: int = 0
+) -> str:
     """How a half-precision gradient is summed in float32 and rounded once on ``backend``
-    (``numpy`` or ``torch``): ``distinct`` (each distinct index's slices summed, at the
+    (``numpy``, ``torch`` or ``jax``): ``distinct`` (each distinct index's slices summed, at the
     gradient's size, then written into zeros) or ``float32`` (a float32 table of the data's
     shape, rounded); ``as_given`` where no index repeats a slot (``repeated`` False, known
-    from the index's values): each slot's sum is one slice, exact in half precision."""
+    from the index's values or their count): each slot's sum is one slice, exact in half
+    precision."""
     if not repeated:
         return "as_given"
-    per_index, fixed = HALF_DISTINCT_BEYOND[backend]
-    return "distinct" if data_elements > per_index * n_index + fixed else "float32"
+    per_index, fixed, share = HALF_DISTINCT_BEYOND[backend]
+    beyond = data_elements > per_index * n_index + fixed and data_elements >= share * grad_elements
+    return "distinct" if beyond else "float32"
 
 
 # --------------------------------------------------------------------------- NumPy

@@ -338,6 +338,58 @@ def test_half_gather_grad_rounds_once(dtype, traced) -> None:
     assert abs(float(to_numpy(got)[0]) - 200) <= float(np.spacing(want[0].astype(np.float32)))
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("traced", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize(
+    ("shape", "axis"), [((40000,), 0), ((3, 40000, 2), 1), ((2, 40000), 1)], ids=str
+)
+def test_half_gather_grad_of_a_large_table_sums_only_the_gradient(
+    dtype, traced, shape, axis
+) -> None:
+    # Few indices into a large table: the float32 sums are of the gradient's size, and still
+    # each slot's sum is rounded once: big + 1 + 1 is big + 2 (half precision would keep big).
+    half = jnp.dtype(dtype)
+    size = shape[axis]
+    big = 2.0 / float(jnp.finfo(half).eps)  # its spacing is 2: big + 1 rounds to big
+    idx = np.array([[7, 7 - size, 7], [size - 1, 12, -0]], INT)
+    values = np.array([[big, 1.0, 1.0], [3.5, -0.0, 0.25]])
+    grad = np.broadcast_to(
+        values.reshape((1,) * axis + values.shape + (1,) * (len(shape) - axis - 1)),
+        (*shape[:axis], *idx.shape, *shape[axis + 1 :]),
+    ).astype(half)
+    expected = _add_oracle(shape, idx, grad.astype(np.float64), axis, -size).astype(half)
+    fn = partial(gatherx.gather_grad, shape, axis=axis)
+    if traced:
+        fn = jax.jit(fn)
+    got = fn(jnp.asarray(idx), jnp.asarray(grad))
+    assert_same(got, expected)
+    bits = to_numpy(got).view(np.uint16)  # -0.0 alone in a slot sums to +0.0
+    assert np.array_equal(bits, expected.view(np.uint16))
+    assert float(to_numpy(got)[(0,) * axis + (7,)].ravel()[0]) == big + 2
+    text = str(jax.make_jaxpr(fn)(jnp.asarray(idx), jnp.asarray(grad)))
+    assert not re.search(rf"f32\[[\d,]*{size}", text), "a float32 table of the data's shape"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("index_shape", [(1,), (1, 1)], ids=str)
+def test_half_gather_grad_at_one_index_adds_its_slice_as_given(dtype, index_shape) -> None:
+    # One index value repeats no slot: its slice is its sum, exact in half precision, added
+    # into zeros without float32.
+    half = jnp.dtype(dtype)
+    shape, axis = (3, 500, 4), 1
+    idx = np.full(index_shape, -2, INT)
+    grad = np.array([1.5, 3.0e-3, -7.0, 6.0e4], half)
+    grad = np.broadcast_to(grad, (3, *index_shape, 4)).copy()
+    expected = _add_oracle(shape, idx, grad.astype(np.float64), axis, -500).astype(half)
+    fn = partial(gatherx.gather_grad, shape, axis=axis)
+    for run in (fn, jax.jit(fn)):
+        got = run(jnp.asarray(idx), jnp.asarray(grad))
+        assert_same(got, expected)
+        assert np.array_equal(to_numpy(got).view(np.uint16), expected.view(np.uint16))
+    text = str(jax.make_jaxpr(fn)(jnp.asarray(idx), jnp.asarray(grad)))
+    assert "f32" not in text, "summed in float32"
+
+
 # -- the first call in a fresh process -------------------------------------------------------
 
 _FRESH = """

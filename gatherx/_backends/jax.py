@@ -9,6 +9,7 @@ from __future__ import annotations
 # hessian come from it and dropped reads get no gradient) and batching (vmap over data,
 # indices or both). A custom rule would only add a layer to get wrong. The one primitive of
 # our own, _given_p, is an identity on the index that exists for checkify alone (below).
+import math
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -23,7 +24,7 @@ from jax.interpreters import ad, batching, mlir
 
 from .. import _policy, _rules
 from .._indices import plain_ndarray
-from .._strategy import jax_gather_mode, jax_index_plan, jax_layout_plan
+from .._strategy import half_grad_plan, jax_gather_mode, jax_index_plan, jax_layout_plan
 from . import jax_sharding as _jax_sharding
 from .base import Backend
 
@@ -87,12 +88,17 @@ def _filled(dtype: Any, shape: tuple[int, ...]) -> jax.Array:
     return jnp.broadcast_to(value, shape)
 
 
+def _known(*counts: Any) -> bool:
+    """Whether every one of ``counts`` is a number: under ``jax.export`` a shape may hold
+    symbolic dimensions, whose value no plan can compare."""
+    return all(isinstance(c, int) for c in counts)
+
+
 def _count(index: jax.Array, size: Any) -> int:
     """The values of ``index`` for the layout plan; where it or the axis's length ``size`` is
-    symbolic (``jax.export``), whose value no plan can compare, ``size`` itself: one plan for
-    any count."""
+    symbolic, ``size`` itself: one plan for any count."""
     n = index.size
-    return n if isinstance(n, int) and isinstance(size, int) else size
+    return n if _known(n, size) else size
 
 
 def _gather_op(data: jax.Array, index: jax.Array, axis: int, mode: str) -> jax.Array:
@@ -254,18 +260,37 @@ def _lax_scatter_add(
     """
     index = _given(index, bounds, axis, shape, "scatter_add")
     index = _in_range(index, shape[axis], bounds is None or bounds[0] < 0, True)
-    return _scatter_into(shape, index, grad, axis)
-
-
-def _scatter_into(
-    shape: tuple[int, ...], index: jax.Array, grad: jax.Array, axis: int
-) -> jax.Array:
-    """Zeros of ``shape`` plus ``grad`` at in-range, non-negative ``index``; others dropped."""
     if shape[axis] == 0:  # as in _empty_axis: every update is dropped, but lax needs a slot
         padded = (*shape[:axis], 1, *shape[axis + 1 :])
-        out = _add(jnp.where(index >= 0, index + 1, index), grad, padded, axis)
+        out = _sum_into(jnp.where(index >= 0, index + 1, index), grad, padded, axis)
         return out[(slice(None),) * axis + (slice(0, 0),)]
-    return _add(index, grad, shape, axis)
+    return _sum_into(index, grad, shape, axis)
+
+
+def _sum_into(index: jax.Array, grad: jax.Array, shape: tuple[int, ...], axis: int) -> jax.Array:
+    """Zeros of ``shape`` plus ``grad`` at ``index`` (bad positions dropped), half precision
+    summed in float32 and rounded once, by the plan _strategy.half_grad_plan picks."""
+    if grad.dtype not in _HALF:
+        return _add(index, grad, shape, axis)
+    n, elements = index.size, math.prod(shape)
+    # A scalar index stays in float32: XLA writes its one slice and the rounding as one pass
+    # over the table, where a half-precision scatter-add converts the table to float32 and
+    # back (up to 6x slower). A symbolic count, whose value no plan can compare, too.
+    plan = "float32"
+    if index.ndim and _known(n, elements):  # one index value (or none) repeats no slot
+        plan = half_grad_plan("jax", elements, n, n > 1, grad.size)
+    if plan == "as_given":  # exact: each slot's sum is its one slice
+        return _add(index, grad, shape, axis)
+    if plan == "distinct":
+        # each distinct index's slices summed at the gradient's size, then added to zeros
+        # once each (jnp.unique's padding, the axis's length, is dropped as out of range)
+        slots, slot = jnp.unique(
+            index.reshape(-1), size=n, fill_value=shape[axis], return_inverse=True
+        )
+        rows = (*shape[:axis], n, *shape[axis + 1 :])
+        sums = _add(slot.reshape(-1), grad.reshape(rows).astype(jnp.float32), rows, axis)
+        return _add(slots, sums.astype(grad.dtype), shape, axis)
+    return _add(index, grad.astype(jnp.float32), shape, axis).astype(grad.dtype)
 
 
 def _add(index: jax.Array, grad: jax.Array, shape: tuple[int, ...], axis: int) -> jax.Array:
@@ -288,11 +313,8 @@ def _gather_grad(
     axis: int,
     bounds: tuple[int, int] | None,
 ) -> jax.Array:
-    dtype = grad.dtype
-    if dtype in _HALF:  # sum in float32, round once
-        grad = grad.astype(jnp.float32)
     scatter = partial(_lax_scatter_add, shape=shape, axis=axis, bounds=bounds)
-    return _jax_sharding.scatter_add(scatter, index, grad, axis).astype(dtype)
+    return _jax_sharding.scatter_add(scatter, index, grad, axis)
 
 
 _HALF = frozenset(np.dtype(jnp.dtype(name)) for name in _rules.HALF_DTYPES)
