@@ -371,15 +371,21 @@ def test_half_gather_grad_of_a_large_table_sums_only_the_gradient(
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("index_shape", [(1,), (1, 1)], ids=str)
-def test_half_gather_grad_at_one_index_adds_its_slice_as_given(dtype, index_shape) -> None:
+@pytest.mark.parametrize(
+    ("shape", "axis", "index_shape"),
+    [((3, 500, 4), 1, (1,)), ((3, 500, 4), 1, (1, 1)), ((4, 500), 1, ()), ((500,), 0, ())],
+    ids=str,
+)
+def test_half_gather_grad_at_one_index_adds_its_slice_as_given(
+    dtype, shape, axis, index_shape
+) -> None:
     # One index value repeats no slot: its slice is its sum, exact in half precision, added
-    # into zeros without float32.
+    # into zeros without float32 (a scalar index: a column's elements).
     half = jnp.dtype(dtype)
-    shape, axis = (3, 500, 4), 1
     idx = np.full(index_shape, -2, INT)
-    grad = np.array([1.5, 3.0e-3, -7.0, 6.0e4], half)
-    grad = np.broadcast_to(grad, (3, *index_shape, 4)).copy()
+    values = np.array([1.5, 3.0e-3, -7.0, 6.0e4])
+    grad_shape = (*shape[:axis], *index_shape, *shape[axis + 1 :])
+    grad = np.resize(values, grad_shape).astype(half)
     expected = _add_oracle(shape, idx, grad.astype(np.float64), axis, -500).astype(half)
     fn = partial(gatherx.gather_grad, shape, axis=axis)
     for run in (fn, jax.jit(fn)):

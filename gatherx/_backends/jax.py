@@ -272,12 +272,12 @@ def _sum_into(index: jax.Array, grad: jax.Array, shape: tuple[int, ...], axis: i
     summed in float32 and rounded once, by the plan _strategy.half_grad_plan picks."""
     if grad.dtype not in _HALF:
         return _add(index, grad, shape, axis)
-    n, elements = index.size, math.prod(shape)
-    # A scalar index stays in float32: XLA writes its one slice and the rounding as one pass
-    # over the table, where a half-precision scatter-add converts the table to float32 and
-    # back (up to 6x slower). A symbolic count, whose value no plan can compare, too.
+    n, elements, post = index.size, math.prod(shape), math.prod(shape[axis + 1 :])
+    # A scalar index into rows (not columns) stays in float32: XLA writes its one slice and
+    # the rounding as one pass over the table, where a half-precision scatter-add took up to
+    # 6x longer. A symbolic count, whose value no plan can compare, too.
     plan = "float32"
-    if index.ndim and _known(n, elements):  # one index value (or none) repeats no slot
+    if (index.ndim or post == 1) and _known(n, elements):  # one value repeats no slot
         plan = half_grad_plan("jax", elements, n, n > 1, grad.size)
     if plan == "as_given":  # exact: each slot's sum is its one slice
         return _add(index, grad, shape, axis)
