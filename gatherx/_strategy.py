@@ -101,8 +101,8 @@ NUMPY_COLUMNS_SHORT_DATA_BYTES = 1 << 20
 #: Non-contiguous data, an output at least this many times its size: the data copied
 #: (by ``ndarray.take`` itself, or first), then the contiguous data's plan.
 NUMPY_COPY_OUTPUT_SHARE = 4
-#: Non-contiguous data in rows of more than one element: fancy indexing's step per (outer
-#: row, index) pair of its output costs about what this many more output elements cost.
+#: Non-contiguous data: each inner loop of fancy indexing (a row per (outer row, index) pair,
+#: or a column per index) costs about what this many more output elements cost.
 NUMPY_FANCY_PAIR_ELEMENTS = 128
 
 
@@ -130,9 +130,10 @@ def numpy_forward_plan(
 
     Non-contiguous data takes the contiguous data's plan where the output is at least
     ``NUMPY_COPY_OUTPUT_SHARE`` times its size (the copy of the data then costs at most a
-    quarter of the output's), else ``fancy``; in rows of more than one element (``post >
-    1``), where fancy indexing steps through a subspace per (outer row, index) pair, its
-    output counted with ``NUMPY_FANCY_PAIR_ELEMENTS`` more elements per pair.
+    quarter of the output's), else ``fancy``; the output counted with
+    ``NUMPY_FANCY_PAIR_ELEMENTS`` more elements per inner loop of fancy indexing: one per
+    (outer row, index) pair in rows of more than one element (``post > 1``), one per index
+    in columns of more than one outer row.
     """
     span = size * itemsize  # an outer row: where columns (post == 1) lie
     if post == 1 and (
@@ -145,11 +146,14 @@ def numpy_forward_plan(
         )
     ):
         return "fancy"
-    if not contiguous:
-        pair = NUMPY_FANCY_PAIR_ELEMENTS if post > 1 else 0  # a column's loop: no subspace
-        if n_index * (pair + post) < NUMPY_COPY_OUTPUT_SHARE * size * post:
-            return "fancy"
     out = pre * n_index * post
+    if not contiguous:
+        # fancy indexing's inner loops: a row per (outer row, index) pair in rows of more
+        # than one element, a column of the outer rows per index in columns; one vector
+        # loop for 1-D data
+        loops = n_index * pre if post > 1 else n_index if pre > 1 else 0
+        if out + NUMPY_FANCY_PAIR_ELEMENTS * loops < NUMPY_COPY_OUTPUT_SHARE * pre * size * post:
+            return "fancy"
     if out < NUMPY_PLAN_MIN_OUTPUT:
         return "raise"
     row = post * itemsize

@@ -111,13 +111,16 @@ def strided_views(shape: tuple[int, ...]) -> list[np.ndarray]:
      ((999, 2, 3), 1, 3, False), ((4, 91, 2), 1, 9, False), ((2, 300, 8), 1, 2, True),
      ((386, 4096), 0, 129, True),  # long rows: read where they lie, up to 4x the data
      ((11, 4096), 0, 31, True), ((11, 4096), 0, 44, False),
-     ((300, 200), 1, 299, True), ((300, 200), 1, 800, False)],  # columns: no subspace
+     ((300, 200), 1, 299, True), ((300, 200), 1, 800, False),  # columns: a loop per index
+     ((2, 50000), 1, 781, True), ((2, 50000), 1, 6250, False),
+     ((8, 1000), 1, 125, True), ((8, 1000), 1, 500, False),
+     ((50000,), 0, 6250, True), ((1, 50000), 1, 25000, True)],  # 1-D: one loop
 )  # fmt: skip
 def test_non_contiguous_data_fancy_or_copied(shape, axis, n, fancy):
     """Non-contiguous data is read where it lies by fancy indexing, or copied for the
-    contiguous data's plan, by the output's size against the data's, each (outer row,
-    index) pair of rows longer than one element counted as a step of its own; values as
-    np.take's either way."""
+    contiguous data's plan, by the output's size against the data's, each inner loop of
+    fancy indexing (a row per (outer row, index) pair of rows longer than one element, a
+    column per index) counted as a step of its own; values as np.take's either way."""
     pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
     plan = st.numpy_forward_plan(pre, shape[axis], n, post, 4, contiguous=False)
     assert (plan == "fancy") is fancy
@@ -165,10 +168,11 @@ BRANCHES = [
 def test_auto_plan_branches(plan, shape, axis, n):
     pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
     assert st.numpy_forward_plan(pre, shape[axis], n, post, 4) == plan
-    # non-contiguous data: copied where the output is at least 4x as large, rows of more
-    # than one element counted with a subspace's step per (outer row, index) pair
-    pair = st.NUMPY_FANCY_PAIR_ELEMENTS if post > 1 else 0
-    copied = "fancy" if n * (pair + post) < 4 * shape[axis] * post else plan
+    # non-contiguous data: copied where the output is at least 4x as large, counted with a
+    # step per (outer row, index) pair of rows of more than one element, per index of columns
+    loops = n * pre if post > 1 else n if pre > 1 else 0
+    out = pre * n * post + st.NUMPY_FANCY_PAIR_ELEMENTS * loops
+    copied = "fancy" if out < 4 * pre * shape[axis] * post else plan
     assert st.numpy_forward_plan(pre, shape[axis], n, post, 4, contiguous=False) == copied
     data = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
     idx = indices_for(shape[axis], (n,), "int64", seed=4)

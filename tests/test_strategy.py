@@ -186,8 +186,10 @@ def test_numpy_forward_matches_take(shape, indices, axis):
     ("args", "plan"),
     [
         # (pre, size, n, post, itemsize, contiguous, scalar index, plain bytes)
-        ((4, 1000, 500, 1, 4, False, False, True), "fancy"),  # strided, output <= data
-        ((4, 1000, 1001, 1, 4, False, False, True), "wrap"),  # output > data: no temporary
+        ((1, 1000, 500, 1, 4, False, False, True), "fancy"),  # strided, output <= data
+        ((1, 1000, 1001, 1, 4, False, False, True), "wrap"),  # output > data: no temporary
+        ((4, 1000, 20, 1, 4, False, False, True), "fancy"),  # strided columns, few indices
+        ((4, 1000, 500, 1, 4, False, False, True), "raise"),  # a loop per index: copied
         ((8192, 32, 2, 1, 4, True, False, True), "wrap"),  # columns: no temporary
         ((512, 8, 32, 1, 4, True, False, True), "wrap"),  # short columns: no temporary
         ((1, 1000, 20000, 8, 4, True, False, True), "doubled"),
