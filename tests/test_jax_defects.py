@@ -368,6 +368,15 @@ def test_half_gather_grad_of_a_large_table_sums_only_the_gradient(
     assert float(to_numpy(got)[(0,) * axis + (7,)].ravel()[0]) == big + 2
     text = str(jax.make_jaxpr(fn)(jnp.asarray(idx), jnp.asarray(grad)))
     assert not re.search(rf"f32\[[\d,]*{size}", text), "a float32 table of the data's shape"
+    # under checkify, valid indices raise nothing, a bad one reads as given
+    checked = jax.jit(checkify.checkify(fn, errors=checkify.index_checks))
+    err, got = checked(jnp.asarray(idx), jnp.asarray(grad))
+    assert err.get() is None
+    assert_same(got, expected)
+    bad = idx.copy()
+    bad[1, 1] = size
+    err, _ = checked(jnp.asarray(bad), jnp.asarray(grad))
+    assert f"index {size} is out of bounds" in str(err.get())
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

@@ -277,16 +277,15 @@ def _sum_into(index: jax.Array, grad: jax.Array, shape: tuple[int, ...], axis: i
     # the rounding as one pass over the table, where a half-precision scatter-add took up to
     # 6x longer. A symbolic count, whose value no plan can compare, too.
     plan = "float32"
-    if (index.ndim or post == 1) and _known(n, elements):  # one value repeats no slot
+    if (index.ndim or post == 1) and _known(n, elements):  # (one value repeats no slot)
         plan = half_grad_plan("jax", elements, n, n > 1, grad.size)
     if plan == "as_given":  # exact: each slot's sum is its one slice
         return _add(index, grad, shape, axis)
     if plan == "distinct":
         # each distinct index's slices summed at the gradient's size, then added to zeros
-        # once each (jnp.unique's padding, the axis's length, is dropped as out of range)
-        slots, slot = jnp.unique(
-            index.reshape(-1), size=n, fill_value=shape[axis], return_inverse=True
-        )
+        # once each; jnp.unique pads with slot 0, whose padded sums are zeros (a padding out
+        # of range would be an error to checkify)
+        slots, slot = jnp.unique(index.reshape(-1), size=n, fill_value=0, return_inverse=True)
         rows = (*shape[:axis], n, *shape[axis + 1 :])
         sums = _add(slot.reshape(-1), grad.reshape(rows).astype(jnp.float32), rows, axis)
         return _add(slots, sums.astype(grad.dtype), shape, axis)
