@@ -482,6 +482,43 @@ def test_first_call_in_a_fresh_process(first) -> None:
     assert result["later_oob"] == result["first_oob"]
 
 
+_FRESH_HALF = """
+import json, sys
+import jax, jax.numpy as jnp, numpy as np
+import gatherx
+
+first = sys.argv[1]
+shape = (40000,)
+i = jnp.asarray([7, 7 - 40000, 5, 7, -1])
+g = jnp.asarray(np.array([2048.0, 1.0, 3.0, 1.0, 0.5], np.float16))
+
+def grad(i, g):
+    return gatherx.gather_grad(shape, i, g)
+
+calls = {
+    "eager": lambda: grad(i, g),
+    "jit": lambda: jax.jit(grad)(i, g),
+    "vmap": lambda: jax.vmap(grad)(i[None], g[None])[0],
+}
+out = calls[first]()
+later = [calls[name]() for name in calls]
+picked = lambda x: np.asarray(x, np.float64)[[5, 7, 39999]].tolist()
+print(json.dumps({"first": picked(out), "later": [picked(x) for x in later],
+                  "dtypes": [str(x.dtype) for x in (out, *later)]}))
+"""
+
+
+@pytest.mark.parametrize("first", ["eager", "jit", "vmap"])
+def test_half_gather_grad_first_call_in_a_fresh_process(first) -> None:
+    # The plan that sums each distinct index (a large table, few indices): the same sums,
+    # rounded once, on the first call of a process as on later ones, eager, jit or vmapped.
+    proc = run_python(textwrap.dedent(_FRESH_HALF), first, warm=("jax",))
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["first"] == [3.0, 2050.0, 0.5]  # 2048 + 1 + 1 in float16 alone: 2048
+    assert all(later == result["first"] for later in result["later"])
+    assert set(result["dtypes"]) == {"float16"}
+
+
 _SHARDED = """
 import json
 import jax, jax.numpy as jnp, numpy as np

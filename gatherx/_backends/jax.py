@@ -24,7 +24,7 @@ from jax.interpreters import ad, batching, mlir
 
 from .. import _policy, _rules
 from .._indices import plain_ndarray
-from .._strategy import half_grad_plan, jax_gather_mode, jax_index_plan, jax_layout_plan
+from .._strategy import jax_gather_mode, jax_half_grad_plan, jax_index_plan, jax_layout_plan
 from . import jax_sharding as _jax_sharding
 from .base import Backend
 
@@ -272,13 +272,11 @@ def _sum_into(index: jax.Array, grad: jax.Array, shape: tuple[int, ...], axis: i
     summed in float32 and rounded once, by the plan _strategy.half_grad_plan picks."""
     if grad.dtype not in _HALF:
         return _add(index, grad, shape, axis)
-    n, elements, post = index.size, math.prod(shape), math.prod(shape[axis + 1 :])
-    # A scalar index into rows (not columns) stays in float32: XLA writes its one slice and
-    # the rounding as one pass over the table, where a half-precision scatter-add took up to
-    # 6x longer. A symbolic count, whose value no plan can compare, too.
-    plan = "float32"
-    if (index.ndim or post == 1) and _known(n, elements):  # (one value repeats no slot)
-        plan = half_grad_plan("jax", elements, n, n > 1, grad.size)
+    n, elements = index.size, math.prod(shape)
+    plan = "float32"  # for a symbolic count, whose value no plan can compare
+    if _known(n, elements):
+        post = math.prod(shape[axis + 1 :])
+        plan = jax_half_grad_plan(elements, n, not index.ndim, post, grad.size)
     if plan == "as_given":  # exact: each slot's sum is its one slice
         return _add(index, grad, shape, axis)
     if plan == "distinct":
