@@ -580,6 +580,26 @@ def test_jax_export_with_a_symbolic_index_length(axis):
     assert np.isnan(first[2]).all()
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_jax_export_of_half_gather_grad_with_a_symbolic_index_length(dtype):
+    """jax.export of half-precision gather_grad into a large table at a symbolic number of
+    indices: one program for any count (the float32 table), each slot's sum rounded once."""
+    from jax import export
+
+    half = jnp.dtype(dtype)
+    f = jax.jit(partial(gatherx.gather_grad, (40000,)))
+    (n,) = export.symbolic_shape("n")
+    exported = export.export(f)(
+        jax.ShapeDtypeStruct((n,), jnp.int32), jax.ShapeDtypeStruct((n,), half)
+    )
+    big = 2.0 / float(jnp.finfo(half).eps)  # big + 1 alone rounds back to big
+    for ids, values in (([3, -1, 3, 3], [big, 0.5, 1.0, 1.0]), ([9, 9], [1.0, 2.0])):
+        grad = np.array(values).astype(half)
+        got = exported.call(jnp.asarray(ids, jnp.int32), jnp.asarray(grad))
+        want = _add_oracle((40000,), np.array(ids), grad.astype(np.float64), 0, -40000)
+        assert_same(got, want.astype(half))
+
+
 @pytest.mark.parametrize("ids", [[-1, 1], [0, 1, 2, -2, 4, 3, 2, 1, 0]])
 def test_jax_export_with_symbolic_rows(ids):
     """jax.export with a symbolic length of the gathered axis: one program for any rows."""
