@@ -346,9 +346,10 @@ def torch_layout_plan(
     negative: bool | None = False,
     int64: bool = True,
     contiguous: bool = True,
+    itemsize: int = 4,
 ) -> str:
-    """Which ATen kernel reads CPU data of ``shape`` gathered on dim ``axis`` at ``n_index``
-    indices, seen as ``(pre, size, post)``.
+    """Which ATen kernel reads CPU data of ``shape`` (of ``itemsize`` bytes an element)
+    gathered on dim ``axis`` at ``n_index`` indices, seen as ``(pre, size, post)``.
 
     ATen's CPU ``index_select`` has three loops for data of rank >= 2: on dim 0, one
     ``memcpy`` per index of its contiguous slice; on dim 1, one serial ``memcpy`` per (outer
@@ -383,12 +384,15 @@ def torch_layout_plan(
     - ``take``: ``torch.take`` at the index as given, on ``contiguous`` 1-D data at an
       ``int64`` index: of two or more dimensions into at most ``TORCH_INDEXING_MAX_ELEMENTS``
       (one call, where advanced indexing's costs more and ``index_select`` needs the index
-      flattened and its result viewed), or of fewer than ``ATEN_GRAIN_SIZE`` values one of
-      which is negative (its loop moves negative positions up as it reads them, where
-      ``index_select`` needs a wrapped copy of the index: a new array and up to three passes
-      over it). From ``ATEN_GRAIN_SIZE`` values ``index_select`` splits its loop over
-      threads and ``take``'s costs more per value; on strided data ``take`` computes each
-      element's offset, and on other flat data the view of its result cost more than it saved.
+      flattened and its result viewed), or holding a negative value (its loop moves negative
+      positions up as it reads them, where ``index_select`` needs a wrapped copy of the
+      index: a new array, page faults and two passes over it), at fewer than
+      ``ATEN_GRAIN_SIZE`` values or into at most ``TORCH_TAKE_MAX_BYTES`` of data at any
+      count (0.3-0.97x the wrap and ``index_select`` at 4 10^4-5 10^6 values). At more
+      values into a larger table ``take``'s reads, scattered over memory, cost about what
+      the wrap saves (1-8 MiB at 4 10^4-2.5 10^5 values: 0.86-1.24x, median 1.02); on
+      strided data ``take`` computes each element's offset, and on other flat data the view
+      of its result cost more than it saved.
     - ``take_negative``: ``take`` where the index, whose sign is not read yet (``negative``
       None), holds a negative value; where it holds none, ``index_select`` on the data as
       given (the plan for ``negative`` False there; the caller reads the extremes first).
@@ -401,7 +405,9 @@ def torch_layout_plan(
     if len(shape) == 1 and int64 and contiguous and n_index:
         if index_ndim >= 2 and n_index <= TORCH_INDEXING_MAX_ELEMENTS:
             return "take"
-        if negative is not False and n_index < ATEN_GRAIN_SIZE:
+        if negative is not False and (
+            n_index < ATEN_GRAIN_SIZE or shape[0] * itemsize <= TORCH_TAKE_MAX_BYTES
+        ):
             return "take" if negative else "take_negative"
     if index_ndim >= 2 or negative:
         size = shape[axis]
@@ -426,20 +432,22 @@ def torch_layout_plan(
     return "blocks" if many and blocks else "as_is"
 
 
-#: ATen's CPU reductions split their work over torch's thread pool beyond this many elements
-#: (``at::internal::GRAIN_SIZE``, ATen's constant): its start-up cost 30-100 us next to the
-#: gather that follows.
+#: ATen splits an elementwise loop over torch's thread pool from this many elements
+#: (``at::internal::GRAIN_SIZE``, ATen's constant).
 ATEN_GRAIN_SIZE = 32768
+#: The most bytes of 1-D data that ``take`` reads at any count of indices (see
+#: ``torch_layout_plan``; docs/performance_details.md).
+TORCH_TAKE_MAX_BYTES = 1 << 19
 
 
 def torch_extremes_plan(n_index: int) -> str:
     """How the PyTorch eager path reads the extremes of a CPU index of ``n_index`` values:
-    ``aminmax`` (both in one ATen call on the calling thread: 2.0-2.2 us on 17-1000 int64
-    values against 3.0-3.3 us for ``numpy()`` and NumPy's two reductions) from more than
-    ``SMALL_HOST_INDEX`` values to below ``ATEN_GRAIN_SIZE``; else ``host``
-    (:func:`gatherx._rules.host_extremes` on the index's memory: Python ints for a few
-    values, NumPy's reductions, which wake no thread pool, for many)."""
-    return "aminmax" if SMALL_HOST_INDEX < n_index < ATEN_GRAIN_SIZE else "host"
+    ``aminmax`` (both in one ATen pass, split over torch's threads from 32768 values: 2.0-2.2
+    us on 17-1000 int64 values against 3.0-3.3 us for ``numpy()`` and NumPy's two
+    reductions; 0.13 against 0.18 ms on 10^6, 1.3 against 3.7 ms on 8 10^6) from more than
+    ``SMALL_HOST_INDEX`` values; else ``host`` (:func:`gatherx._rules.host_extremes`: Python
+    ints)."""
+    return "aminmax" if n_index > SMALL_HOST_INDEX else "host"
 
 
 #: The most values of a CPU index read by ``aminmax`` and made non-negative by ``remainder``.

@@ -343,7 +343,9 @@ def test_torch_eager_index_rule(index_dtype, size, shape):
 
 
 @pytest.mark.parametrize("index_dtype", ["int32", "int64"])
-@pytest.mark.parametrize(("count", "remainders"), [(16, 0), (17, 1), (1024, 1), (1025, 0)])
+@pytest.mark.parametrize(
+    ("count", "remainders"), [(16, 0), (17, 1), (1024, 1), (1025, 0), (40000, 0)]
+)
 def test_torch_eager_index_wrapped_by_its_plan(monkeypatch, count, remainders, index_dtype):
     """Indices of 17 to 1024 values are wrapped by one ``torch.remainder`` after ``aminmax``
     read their extremes, others on the host; both give the rule's values, and indices with

@@ -281,6 +281,8 @@ TORCH_FORWARD = [
     ((50,), [7, -1, 3], 0, 1),
     ((50,), np.arange(-20, 20), 0, 2),
     ((50,), np.arange(40), 0, 1),
+    # many values into a small table: torch.take too, not a wrapped copy of the index
+    ((50,), np.arange(-35000, 35000, 2) % 100 - 50, 0, 2),
 ]
 
 
@@ -500,17 +502,22 @@ def test_torch_gather_plan_on_columns_with_unit_dims(monkeypatch, shape, axis, d
      ((9,), 5, 1, False, True, True, "as_is"), ((9,), 6, 2, False, True, True, "take"),
      ((9,), 8192, 2, None, True, True, "take"), ((9,), 8193, 2, False, True, True, "as_is"),
      ((9,), 8193, 2, None, True, True, "take_negative"),
-     ((9,), 8193, 3, True, True, True, "take"), ((9,), 32767, 1, True, True, True, "take"),
-     ((9,), 32768, 1, True, True, True, "as_is"), ((9,), 32768, 2, None, True, True, "as_is"),
+     ((9,), 8193, 3, True, True, True, "take"), ((9,), 32768, 1, True, True, True, "take"),
+     ((9,), 10**7, 2, None, True, True, "take_negative"),
+     ((2**17,), 10**6, 1, None, True, True, "take_negative"),
+     ((2**17 + 1,), 32767, 1, True, True, True, "take"),
+     ((2**17 + 1,), 32768, 1, True, True, True, "as_is"),
+     ((2**17 + 1,), 32768, 2, None, True, True, "as_is"),
      ((9,), 0, 2, False, True, True, "indexing"), ((9,), 5, 1, True, False, True, "indexing"),
      ((9,), 5, 1, True, True, False, "indexing"), ((9,), 6, 2, False, False, True, "indexing"),
      ((1, 9), 5, 1, True, True, True, "indexing"), ((9, 1), 6, 2, False, True, True, "indexing")],
 )  # fmt: skip
 def test_torch_take_plan_branches(shape, n, index_ndim, negative, int64, contiguous, want):
     """``take``: contiguous 1-D data at an int64 index of two or more dimensions into at most
-    8192 elements, or of fewer than 32768 values holding a negative one (``take_negative``:
-    its sign not read yet); advanced indexing or index_select otherwise."""
-    args = (n, False, index_ndim, negative, int64, contiguous)
+    8192 elements, or holding a negative value (``take_negative``: its sign not read yet) at
+    fewer than 32768 values or into at most 512 KiB of data (float32 here: 2**17 elements);
+    advanced indexing or index_select otherwise."""
+    args = (n, False, index_ndim, negative, int64, contiguous, 4)
     assert st.torch_layout_plan("cpu", shape, 0, *args) == want
     assert st.torch_layout_plan("cuda", shape, 0, n, False, index_ndim, True) == "as_is"
 
@@ -583,7 +590,7 @@ def test_torch_wrap_plan_branches(n, want):
 
 @pytest.mark.parametrize(
     ("n", "want"),
-    [(1, "host"), (16, "host"), (17, "aminmax"), (32767, "aminmax"), (32768, "host")],
+    [(1, "host"), (16, "host"), (17, "aminmax"), (32768, "aminmax"), (10**8, "aminmax")],
 )
 def test_torch_extremes_plan_branches(n, want):
     assert st.torch_extremes_plan(n) == want

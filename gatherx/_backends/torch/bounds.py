@@ -100,7 +100,7 @@ def read(index: torch.Tensor) -> tuple[int, int] | None:
         low, high = subclasses.extremes(values)
         return int(low), int(high)
     if values.device.type == "cpu":
-        # on the calling thread: torch's thread pool would wake for large indices
+        # as the eager path reads them (one ATen pass, or Python ints for a few values)
         try:
             return cpu_extremes(values)
         except RuntimeError:  # inside torch.func transforms the tensor has no storage

@@ -191,7 +191,16 @@ def layout(
     kind = "cpu" if source.is_cpu else "other"
     float32 = source.dtype is _FLOAT32
     plan = torch_layout_plan(
-        kind, source.shape, axis, n_index, float32, index_ndim, negative, int64, contiguous
+        kind,
+        source.shape,
+        axis,
+        n_index,
+        float32,
+        index_ndim,
+        negative,
+        int64,
+        contiguous,
+        source.element_size(),
     )
     if plan == "as_is" or (type(source) in PLAIN_TYPES and plain_eager()):
         return plan
