@@ -113,17 +113,20 @@ def plan_of(
     indexing (``torch.gather`` keeps its columns), or by the plan on a contiguous copy.
     """
     contiguous = source.is_contiguous()
-    plan = layout(source, axis, n_index, index_ndim, negative, int64, contiguous)
     # The TorchScript ONNX exporter replaces this body by one Gather node, but it still
     # traces it: the plain call keeps that trace simple.
+    copied = False
+    if not (contiguous or tracing()):
+        size = source.shape[axis]
+        n_out = source.numel() // size * n_index if size else 0
+        copied = torch_forward_plan(False, source.numel(), n_out) == "contiguous"
+    # a plan for the copy where there is one: the data its kernel reads
+    plan = layout(source, axis, n_index, index_ndim, negative, int64, contiguous or copied)
     if plan == "indexing" or contiguous or tracing():
         return plan, False
-    size = source.shape[axis]
-    n_out = source.numel() // size * n_index if size else 0
-    copy = torch_forward_plan(False, source.numel(), n_out)
-    if copy == "indexing" and plan != "gather":
+    if not copied and plan != "gather":
         return "indexing", False
-    return plan, copy == "contiguous"
+    return plan, copied
 
 
 def take_at(
@@ -152,10 +155,12 @@ def take_given(
     """``data`` gathered along ``axis`` at a checked ``index`` of rank >= 1 as given by a
     :data:`AS_GIVEN` ``plan`` of :func:`plan_of`: advanced indexing, or on 1-D data
     ``torch.take`` (``take_negative``: where the index holds a ``negative`` value, else
-    ``index_select``, which needs no wrap then); ``torch.take`` writes into ``into`` of the
-    output's shape if given."""
+    ``index_select``, which needs no wrap then), on a contiguous copy where ``plan`` says;
+    ``torch.take`` writes into ``into`` of the output's shape if given."""
     source = signed_view(data)
-    kernel = plan[0]
+    kernel, copy = plan
+    if copy:
+        source = source.contiguous()
     if kernel == "indexing":
         out = _indexed(source, axis, index)
     elif negative or kernel == "take":  # of the index's shape: the output's on 1-D data
@@ -164,7 +169,7 @@ def take_given(
         out = torch.index_select(source, 0, index if index.ndim == 1 else index.reshape(-1))
         if index.ndim != 1:
             out = out.view(index.shape)
-    return out if source is data else bits_as(out, data.dtype)
+    return bits_as(out, data.dtype)
 
 
 def _indexed(source: torch.Tensor, axis: int, index: torch.Tensor) -> torch.Tensor:
