@@ -281,8 +281,10 @@ TORCH_FORWARD = [
     ((50,), [7, -1, 3], 0, 1),
     ((50,), np.arange(-20, 20), 0, 2),
     ((50,), np.arange(40), 0, 1),
-    # many values into a small table: torch.take too, not a wrapped copy of the index
+    # many values into a small table: torch.take too, not a wrapped copy of the index; at
+    # none negative, index_select at the index flattened
     ((50,), np.arange(-35000, 35000, 2) % 100 - 50, 0, 2),
+    ((50,), (np.arange(9000) % 50).reshape(90, 100), 0, 1),
 ]
 
 
