@@ -115,16 +115,14 @@ def plan_of(
     contiguous = source.is_contiguous()
     # The TorchScript ONNX exporter replaces this body by one Gather node, but it still
     # traces it: the plain call keeps that trace simple.
-    copied = False
-    if not (contiguous or tracing()):
-        size = source.shape[axis]
-        n_out = source.numel() // size * n_index if size else 0
-        copied = torch_forward_plan(False, source.numel(), n_out) == "contiguous"
-    # a plan for the copy where there is one: the data its kernel reads
-    plan = layout(source, axis, n_index, index_ndim, negative, int64, contiguous or copied)
-    if plan == "indexing" or contiguous or tracing():
-        return plan, False
-    if not copied and plan != "gather":
+    if contiguous or tracing():
+        return layout(source, axis, n_index, index_ndim, negative, int64, contiguous), False
+    size = source.shape[axis]
+    n_out = source.numel() // size * n_index if size else 0
+    copied = torch_forward_plan(False, source.numel(), n_out) == "contiguous"
+    # a copy is planned as the contiguous data its kernel reads
+    plan = layout(source, axis, n_index, index_ndim, negative, int64, copied)
+    if plan == "indexing" or not (copied or plan == "gather"):
         return "indexing", False
     return plan, copied
 
