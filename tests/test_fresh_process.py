@@ -20,6 +20,8 @@ IDS = np.array([[3, -1], [0, 2]])
 BAD = np.array([[0, 9], [1, 1]])
 # (3, 1, 4): 3 outer rows before dim 2; (66, 4) float64: 66 rows of dim-1 columns
 VIEWED = {True: np.ascontiguousarray(DATA.T).reshape(3, 1, 4), False: np.tile(DATA.T, (22, 1))}
+# 1-D data: 1000 values, 40000 (past ATen's grain size), 40000 into strided data (its copy)
+FLAT_TILES = {"flat_many": 250, "flat_long": 10000, "flat_strided": 10000}
 
 if framework == "numpy":
     import gatherx
@@ -58,8 +60,10 @@ else:
             gatherx.gather(leaf, ids, axis=axis).sum().backward()
             return leaf.grad
         if mode.startswith("flat"):  # 1-D data: torch.take at the index as given
-            ids = np.tile(ids.ravel(), 250) if mode == "flat_many" else ids
-            return call(torch.arange(4.0), torch.from_numpy(ids))
+            ids = np.tile(ids.ravel(), FLAT_TILES.get(mode, 1))
+            ids = ids if mode in FLAT_TILES else ids.reshape(2, 2)
+            flat = (torch.arange(8.0) / 2)[::2] if mode == "flat_strided" else torch.arange(4.0)
+            return call(flat, torch.from_numpy(ids))
         ids = torch.from_numpy(np.tile(ids, (10, 1)) if mode.endswith("tiled") else ids)
         if mode in ("eager", "tiled"):
             return call(data, ids)
@@ -124,7 +128,8 @@ def _expected(mode: str) -> np.ndarray:
         np.add.at(want, (slice(None),) * axis + (ids,), 1.0)
         return want
     if mode.startswith("flat"):
-        return np.take(np.arange(4.0), np.tile(IDS.ravel(), 250) if mode == "flat_many" else IDS)
+        tiles = {"flat_many": 250, "flat_long": 10000, "flat_strided": 10000}
+        return np.take(np.arange(4.0), np.tile(IDS.ravel(), tiles[mode]) if mode in tiles else IDS)
     data, ids = DATA, IDS
     if mode.endswith("tiled"):
         ids = np.tile(IDS, (10, 1))
@@ -188,9 +193,12 @@ TORCH_MODES = {
     # an index of two dimensions and more than 16 values
     "tiled": EAGER_OOB,
     "grad_tiled": EAGER_OOB,
-    # 1-D data, an index of two dimensions or of 1000 values of both signs: torch.take
+    # 1-D data, an index of two dimensions or of 1000 or 40000 values of both signs, into
+    # contiguous data or a contiguous copy of strided data: torch.take
     "flat": EAGER_OOB,
     "flat_many": ROWS_OOB,
+    "flat_long": ROWS_OOB,
+    "flat_strided": ROWS_OOB,
     # the layouts that pick ATen's faster loops: a view, torch.gather
     "blocks": BLOCKS_OOB,
     "columns": COLUMNS_OOB,
