@@ -17,7 +17,15 @@ from ._rules import SMALL_HOST_INDEX
 #: NumPy's float32 table costs ~10x PyTorch's per element; JAX's sort on the CPU
 #: (``jnp.unique``) ~200 ns an index, and its sums are added into the half-precision zeros
 #: by a scatter slower per element than the float32 table's.
-HALF_DISTINCT_BEYOND = {"numpy": (8, 2**12, 0), "torch": (512, 2**17, 0), "jax": (2048, 2**14, 16)}
+#: JAX's float16 distinct sums of at most ``JAX_PAIRS_UP_TO`` indices, found without a sort,
+#: cost less an index ("jax_float16_pairs"); its float32 table's rounding to float16 costs
+#: more than bfloat16's.
+HALF_DISTINCT_BEYOND = {
+    "numpy": (8, 2**12, 0),
+    "torch": (512, 2**17, 0),
+    "jax": (2048, 2**14, 16),
+    "jax_float16_pairs": (256, 2**10, 16),
+}
 
 
 #: PyTorch converts half-precision gradients of at least this many elements to float32 a
@@ -63,16 +71,32 @@ def half_grad_plan(
     return "distinct" if beyond else "float32"
 
 
+#: JAX finds the distinct indices of at most ``JAX_PAIRS_UP_TO`` values by comparing every
+#: pair (an index's slot is the first position holding its value), without XLA's sort (47 us
+#: for 64 values on the CPU).
+JAX_PAIRS_UP_TO = 256
+
+
 def jax_half_grad_plan(
-    data_elements: int, n_index: int, scalar: bool, post: int, grad_elements: int
+    data_elements: int,
+    n_index: int,
+    scalar: bool,
+    post: int,
+    grad_elements: int,
+    float16: bool = True,
 ) -> str:
     """:func:`half_grad_plan` for JAX, whose index values are unknown to the plan (one value
     repeats no slot): a ``scalar`` index into rows (``post > 1``) keeps the float32 table,
     where XLA writes its one slice and the rounding in one pass over the table and a
-    half-precision scatter-add took up to 6x longer."""
+    half-precision scatter-add took up to 6x longer. ``pairs``: the sums of ``distinct``,
+    each index's slot found by comparing every pair of the (few) indices; for ``float16``
+    (not bfloat16) from a smaller table."""
     if scalar and post > 1:
         return "float32"
-    return half_grad_plan("jax", data_elements, n_index, n_index > 1, grad_elements)
+    pairs = n_index <= JAX_PAIRS_UP_TO
+    rule = "jax_float16_pairs" if pairs and float16 else "jax"
+    plan = half_grad_plan(rule, data_elements, n_index, n_index > 1, grad_elements)
+    return "pairs" if pairs and plan == "distinct" else plan
 
 
 # --------------------------------------------------------------------------- NumPy

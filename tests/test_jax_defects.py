@@ -405,6 +405,53 @@ def test_half_gather_grad_at_one_index_adds_its_slice_as_given(
     assert "f32" not in text, "summed in float32"
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize(
+    ("shape", "axis", "n", "sorted_"),
+    [((60000,), 0, 12, False), ((3, 40000, 2), 1, 40, False), ((2, 700000), 1, 300, True)],
+    ids=["pairs-1d", "pairs-rows", "sort"],
+)
+def test_half_gather_grad_distinct_sums_by_pairs_or_by_a_sort(dtype, shape, axis, n, sorted_):
+    # A few indices find their distinct slots by comparing every pair, many by a sort: the
+    # same sums either way, each rounded once (big + 1 + 1 is big + 2), -0.0, inf and nan
+    # kept to their slots, eager, under jit and vmapped.
+    half = jnp.dtype(dtype)
+    size = shape[axis]
+    big = 2.0 / float(jnp.finfo(half).eps)
+    rng = np.random.default_rng(n)
+    idx = rng.integers(-size, size, n).astype(INT)
+    idx[:6] = [3, 3 - size, 3, 5, 9, 9 - size]  # slot 3 thrice, 9 twice (given both signs)
+    idx[idx % size == 5] = 11
+    idx[3] = 5  # slot 5 alone
+    values = rng.standard_normal(n)
+    values[:6] = [big, 1.0, 1.0, -0.0, np.inf, np.nan]
+    grad = np.moveaxis(
+        np.broadcast_to(values, (*shape[:axis], *shape[axis + 1 :], n)), -1, axis
+    ).astype(half)
+    expected = _add_oracle(shape, idx, grad.astype(np.float64), axis, -size).astype(half)
+    fn = partial(gatherx.gather_grad, shape, axis=axis)
+    runs = {
+        "eager": fn(jnp.asarray(idx), jnp.asarray(grad)),
+        "jit": jax.jit(fn)(jnp.asarray(idx), jnp.asarray(grad)),
+        "vmap": jax.vmap(fn)(jnp.asarray(idx)[None], jnp.asarray(grad)[None])[0],
+    }
+    for name, got in runs.items():
+        bits = to_numpy(got).view(np.uint16)
+        assert np.array_equal(bits, expected.view(np.uint16)), name
+    assert float(to_numpy(runs["eager"])[(0,) * axis + (3,)].ravel()[0]) == big + 2
+    text = str(jax.make_jaxpr(fn)(jnp.asarray(idx), jnp.asarray(grad)))
+    assert not re.search(rf"f32\[[\d,]*{size}", text), "a float32 table of the data's shape"
+    assert bool(re.search(r"\bsort\[", text)) == sorted_
+    checked = jax.jit(checkify.checkify(fn, errors=checkify.index_checks))
+    err, got = checked(jnp.asarray(idx), jnp.asarray(grad))
+    assert err.get() is None
+    assert np.array_equal(to_numpy(got).view(np.uint16), expected.view(np.uint16))
+    bad = idx.copy()
+    bad[7] = -size - 1
+    err, _ = checked(jnp.asarray(bad), jnp.asarray(grad))
+    assert f"index {-size - 1} is out of bounds" in str(err.get())
+
+
 # -- the first call in a fresh process -------------------------------------------------------
 
 _FRESH = """

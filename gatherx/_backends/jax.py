@@ -276,14 +276,23 @@ def _sum_into(index: jax.Array, grad: jax.Array, shape: tuple[int, ...], axis: i
     plan = "float32"  # for a symbolic count, whose value no plan can compare
     if _known(n, elements):
         post = math.prod(shape[axis + 1 :])
-        plan = jax_half_grad_plan(elements, n, not index.ndim, post, grad.size)
+        float16 = grad.dtype == jnp.float16
+        plan = jax_half_grad_plan(elements, n, not index.ndim, post, grad.size, float16)
     if plan == "as_given":  # exact: each slot's sum is its one slice
         return _add(index, grad, shape, axis)
-    if plan == "distinct":
+    if plan in ("distinct", "pairs"):
         # each distinct index's slices summed at the gradient's size, then added to zeros
-        # once each; jnp.unique pads with slot 0, whose padded sums are zeros (a padding out
-        # of range would be an error to checkify)
-        slots, slot = jnp.unique(index.reshape(-1), size=n, fill_value=0, return_inverse=True)
+        # once each; the sums at the other positions (pairs: a value seen before; unique:
+        # its padding, slot 0, as one out of range would be an error to checkify) are
+        # zeros, and adding +0.0 changes no sum
+        slots = index.reshape(-1)
+        if plan == "pairs":  # each index's slot: the first position holding its value
+            first = jnp.where(
+                slots[:, None] == slots[None, :], lax.iota(slots.dtype, n)[:, None], n
+            )
+            slot = jnp.min(first, axis=0)
+        else:
+            slots, slot = jnp.unique(slots, size=n, fill_value=0, return_inverse=True)
         rows = (*shape[:axis], n, *shape[axis + 1 :])
         sums = _add(slot.reshape(-1), grad.reshape(rows).astype(jnp.float32), rows, axis)
         return _add(slots, sums.astype(grad.dtype), shape, axis)
