@@ -17,15 +17,18 @@ from ._rules import SMALL_HOST_INDEX
 #: NumPy's float32 table costs ~10x PyTorch's per element; JAX's sort on the CPU
 #: (``jnp.unique``) ~200 ns an index, and its sums are added into the half-precision zeros
 #: by a scatter slower per element than the float32 table's.
-#: JAX's float16 distinct sums of at most ``JAX_PAIRS_UP_TO`` indices, found without a sort,
-#: cost less an index ("jax_float16_pairs"); its float32 table's rounding to float16 costs
-#: more than bfloat16's.
+#: JAX's distinct sums of at most ``JAX_PAIRS_UP_TO`` indices, found without a sort, cost
+#: less an index ("jax_pairs").
 HALF_DISTINCT_BEYOND = {
     "numpy": (8, 2**12, 0),
     "torch": (512, 2**17, 0),
     "jax": (2048, 2**14, 16),
-    "jax_float16_pairs": (256, 2**10, 16),
+    "jax_pairs": (256, 2**10, 16),
 }
+#: JAX adds the distinct sums (one nonzero sum a slot) into zeros as their 16 bits, an
+#: integer scatter-add, for these dtypes: XLA's CPU adds bfloat16 in float32 over the whole
+#: table, as costly as the float32 table; float16's own scatter-add costs less than uint16's.
+JAX_HALF_SUMS_AS_BITS = frozenset({"bfloat16"})
 
 
 #: PyTorch converts half-precision gradients of at least this many elements to float32 a
@@ -78,23 +81,17 @@ JAX_PAIRS_UP_TO = 256
 
 
 def jax_half_grad_plan(
-    data_elements: int,
-    n_index: int,
-    scalar: bool,
-    post: int,
-    grad_elements: int,
-    float16: bool = True,
+    data_elements: int, n_index: int, scalar: bool, post: int, grad_elements: int
 ) -> str:
     """:func:`half_grad_plan` for JAX, whose index values are unknown to the plan (one value
     repeats no slot): a ``scalar`` index into rows (``post > 1``) keeps the float32 table,
     where XLA writes its one slice and the rounding in one pass over the table and a
     half-precision scatter-add took up to 6x longer. ``pairs``: the sums of ``distinct``,
-    each index's slot found by comparing every pair of the (few) indices; for ``float16``
-    (not bfloat16) from a smaller table."""
+    each index's slot found by comparing every pair of the (few) indices."""
     if scalar and post > 1:
         return "float32"
     pairs = n_index <= JAX_PAIRS_UP_TO
-    rule = "jax_float16_pairs" if pairs and float16 else "jax"
+    rule = "jax_pairs" if pairs else "jax"
     plan = half_grad_plan(rule, data_elements, n_index, n_index > 1, grad_elements)
     return "pairs" if pairs and plan == "distinct" else plan
 

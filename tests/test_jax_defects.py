@@ -414,7 +414,7 @@ def test_half_gather_grad_at_one_index_adds_its_slice_as_given(
 def test_half_gather_grad_distinct_sums_by_pairs_or_by_a_sort(dtype, shape, axis, n, sorted_):
     # A few indices find their distinct slots by comparing every pair, many by a sort: the
     # same sums either way, each rounded once (big + 1 + 1 is big + 2), -0.0, inf and nan
-    # kept to their slots, eager, under jit and vmapped.
+    # kept to their slots, eager, under jit and vmapped; bfloat16 sums added as their bits.
     half = jnp.dtype(dtype)
     size = shape[axis]
     big = 2.0 / float(jnp.finfo(half).eps)
@@ -442,6 +442,8 @@ def test_half_gather_grad_distinct_sums_by_pairs_or_by_a_sort(dtype, shape, axis
     text = str(jax.make_jaxpr(fn)(jnp.asarray(idx), jnp.asarray(grad)))
     assert not re.search(rf"f32\[[\d,]*{size}", text), "a float32 table of the data's shape"
     assert bool(re.search(r"\bsort\[", text)) == sorted_
+    # bfloat16's sums added as their bits (XLA's CPU adds bfloat16 in float32 over the table)
+    assert bool(re.search(rf"u16\[[\d,]*{size}", text)) == (dtype == "bfloat16")
     checked = jax.jit(checkify.checkify(fn, errors=checkify.index_checks))
     err, got = checked(jnp.asarray(idx), jnp.asarray(grad))
     assert err.get() is None

@@ -24,7 +24,13 @@ from jax.interpreters import ad, batching, mlir
 
 from .. import _policy, _rules
 from .._indices import plain_ndarray
-from .._strategy import jax_gather_mode, jax_half_grad_plan, jax_index_plan, jax_layout_plan
+from .._strategy import (
+    JAX_HALF_SUMS_AS_BITS,
+    jax_gather_mode,
+    jax_half_grad_plan,
+    jax_index_plan,
+    jax_layout_plan,
+)
 from . import jax_sharding as _jax_sharding
 from .base import Backend
 
@@ -276,8 +282,7 @@ def _sum_into(index: jax.Array, grad: jax.Array, shape: tuple[int, ...], axis: i
     plan = "float32"  # for a symbolic count, whose value no plan can compare
     if _known(n, elements):
         post = math.prod(shape[axis + 1 :])
-        float16 = grad.dtype == jnp.float16
-        plan = jax_half_grad_plan(elements, n, not index.ndim, post, grad.size, float16)
+        plan = jax_half_grad_plan(elements, n, not index.ndim, post, grad.size)
     if plan == "as_given":  # exact: each slot's sum is its one slice
         return _add(index, grad, shape, axis)
     if plan in ("distinct", "pairs"):
@@ -295,7 +300,13 @@ def _sum_into(index: jax.Array, grad: jax.Array, shape: tuple[int, ...], axis: i
             slots, slot = jnp.unique(slots, size=n, fill_value=0, return_inverse=True)
         rows = (*shape[:axis], n, *shape[axis + 1 :])
         sums = _add(slot.reshape(-1), grad.reshape(rows).astype(jnp.float32), rows, axis)
-        return _add(slots, sums.astype(grad.dtype), shape, axis)
+        if grad.dtype.name not in JAX_HALF_SUMS_AS_BITS:
+            return _add(slots, sums.astype(grad.dtype), shape, axis)
+        # one nonzero sum a slot: its bits added to zero bits are the sum (a sum of -0.0
+        # made +0.0 first, as an addition into zeros gives)
+        half = jnp.where(sums == 0, jnp.float32(0), sums).astype(grad.dtype)
+        bits = _add(slots, lax.bitcast_convert_type(half, jnp.uint16), shape, axis)
+        return lax.bitcast_convert_type(bits, grad.dtype)
     return _add(index, grad.astype(jnp.float32), shape, axis).astype(grad.dtype)
 
 
