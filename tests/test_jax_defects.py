@@ -536,10 +536,11 @@ import json, sys
 import jax, jax.numpy as jnp, numpy as np
 import gatherx
 
-first = sys.argv[1]
+first, dtype = sys.argv[1:3]
 shape = (40000,)
 i = jnp.asarray([7, 7 - 40000, 5, 7, -1])
-g = jnp.asarray(np.array([2048.0, 1.0, 3.0, 1.0, 0.5], np.float16))
+big = 2048.0 if dtype == "float16" else 256.0  # whose spacing is 2: big + 1 rounds to big
+g = jnp.asarray([big, 1.0, 3.0, 1.0, 0.5], dtype)
 
 def grad(i, g):
     return gatherx.gather_grad(shape, i, g)
@@ -557,15 +558,18 @@ print(json.dumps({"first": picked(out), "later": [picked(x) for x in later],
 """
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("first", ["eager", "jit", "vmap"])
-def test_half_gather_grad_first_call_in_a_fresh_process(first) -> None:
-    # The plan that sums each distinct index (a large table, few indices): the same sums,
-    # rounded once, on the first call of a process as on later ones, eager, jit or vmapped.
-    proc = run_python(textwrap.dedent(_FRESH_HALF), first, warm=("jax",))
+def test_half_gather_grad_first_call_in_a_fresh_process(first, dtype) -> None:
+    # The plan that sums each distinct index (a large table, few indices; bfloat16's sums
+    # added as their bits): the same sums, rounded once, on the first call of a process as
+    # on later ones, eager, jit or vmapped.
+    proc = run_python(textwrap.dedent(_FRESH_HALF), first, dtype, warm=("jax",))
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result["first"] == [3.0, 2050.0, 0.5]  # 2048 + 1 + 1 in float16 alone: 2048
+    big = 2048.0 if dtype == "float16" else 256.0  # big + 1 + 1 added in half precision: big
+    assert result["first"] == [3.0, big + 2, 0.5]
     assert all(later == result["first"] for later in result["later"])
-    assert set(result["dtypes"]) == {"float16"}
+    assert set(result["dtypes"]) == {dtype}
 
 
 _SHARDED = """
