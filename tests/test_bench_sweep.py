@@ -281,6 +281,7 @@ def test_sweep_refuses_fixed_cases_and_seed_needs_sweep(capsys):
     for argv, says in [
         (["bench", "--sweep", "2", "--cases", "tiny"], "--sweep draws its own cases"),
         (["bench", "--seed", "3"], "--seed draws the cases of --sweep"),
+        (["bench", "--sweep", "-1"], "--sweep needs a number of cases >= 0, not -1"),
         (["bench", "--sweep", "2", "--backends", "onnxruntime"], "unknown backend(s) onnx"),
         (["bench", "--case-spec", "data=3,index=2,axis=1"], "axis 1 is out of range"),
     ]:
