@@ -25,6 +25,10 @@ HALF_DISTINCT_BEYOND = {
     "jax": (2048, 2**14, 16),
     "jax_pairs": (256, 2**10, 16),
 }
+#: JAX finds the distinct indices of at most ``JAX_PAIRS_UP_TO`` values by comparing every
+#: pair (an index's slot is the first position holding its value), without XLA's sort (47 us
+#: for 64 values on the CPU).
+JAX_PAIRS_UP_TO = 256
 #: JAX adds the distinct sums (one nonzero sum a slot) into zeros as their 16 bits, an
 #: integer scatter-add, for these dtypes: XLA's CPU adds bfloat16 in float32 over the whole
 #: table, as costly as the float32 table; float16's own scatter-add costs less than uint16's.
@@ -72,12 +76,6 @@ def half_grad_plan(
     per_index, fixed, share = HALF_DISTINCT_BEYOND[backend]
     beyond = data_elements > per_index * n_index + fixed and data_elements >= share * grad_elements
     return "distinct" if beyond else "float32"
-
-
-#: JAX finds the distinct indices of at most ``JAX_PAIRS_UP_TO`` values by comparing every
-#: pair (an index's slot is the first position holding its value), without XLA's sort (47 us
-#: for 64 values on the CPU).
-JAX_PAIRS_UP_TO = 256
 
 
 def jax_half_grad_plan(

@@ -275,7 +275,7 @@ def _lax_scatter_add(
 
 def _sum_into(index: jax.Array, grad: jax.Array, shape: tuple[int, ...], axis: int) -> jax.Array:
     """Zeros of ``shape`` plus ``grad`` at ``index`` (bad positions dropped), half precision
-    summed in float32 and rounded once, by the plan _strategy.half_grad_plan picks."""
+    summed in float32 and rounded once, by the plan _strategy.jax_half_grad_plan picks."""
     if grad.dtype not in _HALF:
         return _add(index, grad, shape, axis)
     n, elements = index.size, math.prod(shape)
