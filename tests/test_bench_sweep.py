@@ -436,10 +436,36 @@ def test_rounds_interleave_slow_calls_one_by_one(clock):
         "short": timed("short", 2 * PER_CALL_SECONDS),
         "long": timed("long", 20 * PER_CALL_SECONDS),
     }
-    samples = rounds(fns, repeats=3, min_sample=40 * PER_CALL_SECONDS, warmed=True)
-    # one warm-up call each, then per round 40 / 2 calls of the short one and 40 / 20 of the
-    # long one, the long ones among the first of the round's calls (interleaved)
-    assert calls == {"short": 1 + 3 * 20, "long": 1 + 3 * 2}
-    assert all("long" in order[2 + 22 * r : 2 + 22 * r + 4] for r in range(3))
+    samples = rounds(fns, repeats=3, min_sample=40 * PER_CALL_SECONDS)
+    # a warm-up call and a sizing call each, then per round 40 / 2 calls of the short one and
+    # 40 / 20 of the long one, the long ones among the first of the round's calls (interleaved)
+    assert calls == {"short": 2 + 3 * 20, "long": 2 + 3 * 2}
+    assert all("long" in order[4 + 22 * r : 4 + 22 * r + 4] for r in range(3))
     for name, seconds in (("short", 2 * PER_CALL_SECONDS), ("long", 20 * PER_CALL_SECONDS)):
         assert samples[name] == [pytest.approx(seconds)] * 3
+
+
+def test_a_case_is_timed_in_batches_sized_by_a_warm_call(clock, monkeypatch):
+    """Formulations that ran before (verified) are slow again on their first call after
+    other work; the case's batches are sized by a warm call after it, so each sample holds
+    the calls ``min_sample`` asks for, not the few that the cold call would give."""
+    from gatherx.bench import harness
+
+    calls = {"gatherx": 0, "native": 0}
+
+    def formulation(name: str):
+        def run() -> None:
+            calls[name] += 1
+            # verified first (1 call), then cold once after the pause, then warm
+            clock.now += 2**-6 if calls[name] == 2 else 2**-10
+
+        return run
+
+    entries = [Entry("numpy", "forward", k, k, formulation(k)) for k in calls]
+    monkeypatch.setattr(harness, "build_entries", lambda x, backends, device: entries)
+    monkeypatch.setattr(harness, "verify", lambda entries, x: [e.fn() for e in entries])
+    case = draw_cases(1, 0)[0]
+    _, samples = harness.time_case(case, ["numpy"], "cpu", 2, 2**-4, "wall", 0.0)
+    assert all(s == [2**-10] * 2 for s in samples.values())
+    # verify's call, the cold one, the sizing one, then 2^-4 / 2^-10 = 64 per batch
+    assert calls == {"gatherx": 3 + 2 * 64, "native": 3 + 2 * 64}

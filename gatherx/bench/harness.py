@@ -187,8 +187,8 @@ def time_case(
     for group in dict.fromkeys(group_of(e) for e in entries):
         members = {name_of(e): e.fn for e in entries if group_of(e) == group}
         together = dict.fromkeys(members, group)
-        # verify ran every formulation once: compiled and warm
-        samples |= rounds(members, repeats, min_sample, clock, together, warmed=True,
+        # verify compiled every formulation; rounds warms it again and sizes its batches
+        samples |= rounds(members, repeats, min_sample, clock, together,
                           collect=not collect_once)  # fmt: skip
         time.sleep(pause)  # let spinning worker threads park
     return entries, samples

@@ -289,8 +289,8 @@ def time_sparse_case(
              (STEP, step_formulations, verify_steps))  # fmt: skip
     for task, build, verify in tasks:
         fns = build(x)
-        verify(fns, x, case.name)  # every formulation has run once: warm
-        samples = rounds(fns, repeats, min_sample, clock, GROUPS, warmed=True)
+        verify(fns, x, case.name)  # every formulation has run once: compiled
+        samples = rounds(fns, repeats, min_sample, clock, GROUPS)
         timings.append(Timing(case.name, task, case.data_shape, case.index_shape, case.dtype,
                               samples))  # fmt: skip
         del fns  # the copies of the table and the optimizers' states
@@ -310,7 +310,7 @@ def time_size(rows: int, device: str, repeats: int, min_sample: float, clock: st
         fn()  # one round, warm, to size the rest
     took = time.perf_counter() - start
     count = min(repeats, max(MIN_SWEEP_REPEATS, int(SWEEP_SECONDS / max(took, 1e-9))))
-    samples = rounds(fns, count, min_sample, clock, GROUPS, warmed=True)
+    samples = rounds(fns, count, min_sample, clock, GROUPS)
     return Timing(name, FORWARD_BACKWARD, (rows, SWEEP_COLUMNS), (SWEEP_IDS,), "float32", samples)
 
 

@@ -20,7 +20,6 @@ def rounds(
     min_sample: float,
     clock: str = "wall",
     groups: dict[str, str] | None = None,
-    warmed: bool = False,
     collect: bool = True,
 ) -> dict[str, list[float]]:
     """Seconds per call of each function in each of ``repeats`` interleaved rounds.
@@ -36,8 +35,12 @@ def rounds(
     sized by the group's median time: the first call of a batch often pays for a fresh
     allocation that later ones reuse, and unequal batches would bias the comparison. The
     ``cpu`` clock counts this process's CPU time (all its threads), which other processes'
-    load on a shared machine does not inflate. ``warmed``: every function has run once
-    already (compiled, caches filled), so the first call here can size the batches.
+    load on a shared machine does not inflate. Each function's first call here is a warm-up
+    (compilation, caches, allocator); a second call, warm, sizes its batches: after other
+    work, even a function that ran before is slow on its first call (on JAX's eager calls of
+    10 us, 20x), and batches sized by it held a few calls where ``min_sample`` asks for
+    hundreds, each batch then timing calls just after another function's, with the caches
+    that function left.
     ``collect``: run a full garbage collection before the rounds (the collector is off during
     them either way); a caller timing many small groups in a row, with torch and JAX loaded,
     whose collection takes a sizeable fraction of a second, collects once for all of them.
@@ -48,9 +51,9 @@ def rounds(
     for name in names:
         fn = fns[name]
         start = time.perf_counter()
-        fn()  # warm-up (compilation, caches, allocator) unless warmed
+        fn()  # warm-up
         once[name] = time.perf_counter() - start
-        if not warmed and once[name] < min_sample:  # a second call, now warm, to size it
+        if once[name] < min_sample:  # a second call, now warm, to size it
             start = time.perf_counter()
             fn()
             once[name] = time.perf_counter() - start
