@@ -138,6 +138,12 @@ def output_shape(
 
 def check_shape(shape: object) -> tuple[int, ...]:
     """The ``shape`` argument of gather_grad as a tuple of non-negative ints."""
+    if type(shape) is tuple:  # the usual argument, read without a call per dimension
+        for d in shape:
+            if type(d) is not int or d < 0:
+                break
+        else:
+            return shape
     if isinstance(shape, (str, bytes)):
         raise _errors.shape_type(shape)
     try:

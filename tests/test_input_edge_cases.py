@@ -136,6 +136,14 @@ def test_gather_grad_shape_must_hold_ints(backend, xp, shape):
         gatherx.gather_grad(shape, from_numpy(backend, np.array([0])), grad)
 
 
+@pytest.mark.parametrize("shape", [(-3, 2), (3, -2), [3, -2], (np.int64(3), -2)])
+def test_gather_grad_shape_must_be_non_negative(backend, xp, shape):
+    """A tuple of ints, a list or NumPy ints alike: a negative dimension is refused."""
+    grad = from_numpy(backend, np.ones((1, 2), np.float32))
+    with pytest.raises(ValueError, match=r"^gather_grad: shape must have non-negative dim"):
+        gatherx.gather_grad(shape, from_numpy(backend, np.array([0])), grad)
+
+
 def test_gather_grad_errors_name_gather_grad(backend, xp):
     grad = from_numpy(backend, np.ones((2, 4), np.float32))
     for call, error in [
