@@ -15,9 +15,13 @@ import pytest
 from support import need
 
 from gatherx.bench import Case, Load, draw_cases, make_inputs, verify
+from gatherx.bench.cases import itemsize
 from gatherx.bench.formulations import Entry, build_entries
 from gatherx.bench.sweep import MAX_BYTES, SWEEP_DTYPES
 from gatherx.cli import main
+
+#: The dtypes whose data has gradients (an independent list: the bench times those tasks).
+FLOATS = {"float16", "bfloat16", "float32", "float64"}
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,13 +69,14 @@ def test_sweep_covers_ranks_axes_indices_dtypes_and_layouts():
     assert {len(c.index_shape) for c in cases} == {0, 1, 2, 3}
     assert any(0 in c.index_shape for c in cases)  # empty indices
     assert {c.dtype for c in cases} == set(SWEEP_DTYPES)
-    assert {"float32", "float64", "float16", "int64", "int32", "uint8", "bool"} <= set(SWEEP_DTYPES)
+    every = {"float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool"}
+    assert every <= set(SWEEP_DTYPES)
     assert {c.strided for c in cases} == {True, False}
     out = [c.out_bytes for c in cases]
     assert min(b for b in out if b) <= 16
     assert 16 * 2**20 <= max(out) <= MAX_BYTES
     for c in cases:
-        data = math.prod(c.data_shape) * np.dtype(c.dtype).itemsize * (2 if c.strided else 1)
+        data = math.prod(c.data_shape) * itemsize(c.dtype) * (2 if c.strided else 1)
         assert data <= MAX_BYTES
         assert math.prod(c.index_shape) * 8 <= MAX_BYTES
         assert Case.from_spec(c.spec(), c.name) == c  # the rerun line names exactly the case
@@ -133,6 +138,7 @@ def test_every_formulation_verifies_on_strided_empty_and_scalar_cases(library):
     specs = [
         "data=6x5x4,index=3x2,axis=-2,dtype=float32,strided",
         "data=6x5,index=2x0,axis=1,dtype=float16",
+        "data=7x5x3,index=40x30,axis=-2,dtype=bfloat16,strided",  # many repeats
         "data=9,index=scalar,axis=-1,dtype=int32,strided",
         "data=3x2x4,index=2,axis=0,dtype=bool,strided",
     ]
@@ -143,7 +149,7 @@ def test_every_formulation_verifies_on_strided_empty_and_scalar_cases(library):
         assert tasks, spec
         verify(entries, x)
         grads = any("grad" in t or "backward" in t or "vjp" in t for _, t in tasks)
-        assert grads is (x.data.dtype.kind == "f"), spec  # gradients on floats only
+        assert grads is (x.case.dtype in FLOATS), spec  # gradients on floats only
 
 
 def test_verify_rejects_a_wrong_formulation():
@@ -469,3 +475,41 @@ def test_a_case_is_timed_in_batches_sized_by_a_warm_call(clock, monkeypatch):
     assert all(s == [2**-10] * 2 for s in samples.values())
     # verify's call, the cold one, the sizing one, then 2^-4 / 2^-10 = 64 per batch
     assert calls == {"gatherx": 3 + 2 * 64, "native": 3 + 2 * 64}
+
+
+def _small_seed_with(dtype: str, n: int, most: int = 64 * 2**10) -> int:
+    """The first seed whose ``n`` small cases (see `_small_seed`) include ``dtype`` data."""
+    for seed in range(5000):
+        cases = draw_cases(n, seed)
+        sizes = [max(c.out_bytes, math.prod(c.data_shape) * 8) for c in cases]
+        if max(sizes) <= most and any(c.dtype == dtype for c in cases):
+            return seed
+    raise AssertionError("no small seed")
+
+
+@pytest.mark.parametrize("ml_dtypes", [True, False])
+def test_sweep_times_bfloat16_data_or_says_what_it_needs(tmp_path, capsys, monkeypatch, ml_dtypes):
+    """bfloat16 cases are timed, gradients included, where ml_dtypes gives NumPy the dtype;
+    without it they are left out, and the run says so."""
+    from gatherx.bench import sweep
+
+    if not ml_dtypes:
+
+        def missing(name: str) -> np.dtype:
+            raise ImportError("No module named 'ml_dtypes'")
+
+        monkeypatch.setattr(sweep, "numpy_dtype", missing)
+    seed = _small_seed_with("bfloat16", 4)
+    path = tmp_path / "sweep.json"
+    argv = ["bench", "--sweep", "4", "--seed", str(seed), "--quick", "--backends", "numpy"]
+    assert main([*argv, "--json", str(path)]) == 0
+    out, err = capsys.readouterr()
+    timed = {(r["dtype"], r["task"]) for r in json.loads(path.read_text())["results"]}
+    drawn = [c for c in draw_cases(4, seed) if c.dtype == "bfloat16"]
+    if ml_dtypes:
+        assert {("bfloat16", "forward"), ("bfloat16", "gather_grad")} <= timed
+        assert "needs ml_dtypes" not in out + err
+    else:
+        assert not {d for d, _ in timed} & {"bfloat16"}
+        assert f"ml_dtypes is not installed: {len(drawn)} bfloat16 cases left out" in err
+        assert "(bfloat16 needs ml_dtypes) data" in out

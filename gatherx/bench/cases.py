@@ -4,10 +4,26 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .._rules import output_shape
+
+
+def itemsize(name: str) -> int:
+    """Bytes per element of the dtype named ``name`` (bfloat16's without ml_dtypes)."""
+    return 2 if name == "bfloat16" else np.dtype(name).itemsize
+
+
+def numpy_dtype(name: str) -> np.dtype[Any]:
+    """NumPy's dtype named ``name``: ``bfloat16`` is ml_dtypes' (imported on first use;
+    ImportError where it is not installed)."""
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
 
 
 @dataclass(frozen=True)
@@ -43,7 +59,7 @@ class Case:
     @property
     def out_bytes(self) -> int:
         """The output's size in bytes."""
-        return math.prod(self.out_shape) * np.dtype(self.dtype).itemsize
+        return math.prod(self.out_shape) * itemsize(self.dtype)
 
     def describe(self) -> str:
         text = f"{self.data_shape} / {self.index_shape} / axis {self.axis}"
@@ -93,7 +109,7 @@ class Case:
             raise ValueError(msg)
         dtype = fields.get("dtype", "float32")
         try:
-            np.dtype(dtype)
+            itemsize(dtype)
         except TypeError:
             msg = f"case spec {text!r}: unknown dtype {dtype!r}"
             raise ValueError(msg) from None
@@ -107,7 +123,7 @@ class Case:
             raise ValueError(msg)
         index = _shape_of(fields["index"], text)
         ax = axis % len(data)
-        large = math.prod(output_shape(data, index, ax)) * np.dtype(dtype).itemsize >= 2**20
+        large = math.prod(output_shape(data, index, ax)) * itemsize(dtype) >= 2**20
         return cls(name or text, data, index, axis, large, dtype, **flags)
 
 

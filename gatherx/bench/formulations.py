@@ -9,7 +9,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .cases import OUT_TASK, Case
+from .._rules import HALF_DTYPES
+from .cases import OUT_TASK, Case, itemsize, numpy_dtype
 
 
 @dataclass
@@ -55,7 +56,8 @@ class Inputs:
 
 def differentiable(dtype: str | np.dtype[Any]) -> bool:
     """Whether data of ``dtype`` has gradients: the gradient tasks are timed on floats only."""
-    return bool(np.issubdtype(np.dtype(dtype), np.floating))
+    name = str(dtype)
+    return name in HALF_DTYPES or bool(np.issubdtype(np.dtype(name), np.floating))
 
 
 def make_inputs(case: Case, seed: int = 0) -> Inputs:
@@ -81,7 +83,7 @@ def make_inputs(case: Case, seed: int = 0) -> Inputs:
         If ``case`` is strided but no axis of its data is longer than one.
     """
     rng = np.random.default_rng(seed)
-    dtype = np.dtype(case.dtype)
+    dtype = numpy_dtype(case.dtype)
     data = _data(rng, case)
     size = case.data_shape[case.ax]
     indices = np.asarray(rng.integers(-size, size, size=case.index_shape, dtype=np.int64))
@@ -93,8 +95,9 @@ def make_inputs(case: Case, seed: int = 0) -> Inputs:
         grad, data_grad = np.zeros(case.out_shape, dtype), np.zeros(case.data_shape, dtype)
         return Inputs(case, data, indices, wrapped, grad, out, data_grad)
     grad = rng.integers(-1, 2, size=case.out_shape, dtype=np.int8).astype(dtype)
-    # float16 sums in float64: exact, then rounded once (float16 holds integers to 2048)
-    total = np.zeros(case.data_shape, np.float64 if dtype == np.float16 else dtype)
+    # half-precision sums in float64: exact, then rounded once (float16 holds integers to
+    # 2048, bfloat16 to 256)
+    total = np.zeros(case.data_shape, np.float64 if case.dtype in HALF_DTYPES else dtype)
     key: tuple[Any, ...] = (*(slice(None),) * case.ax, wrapped)
     np.add.at(total, key, grad)
     return Inputs(case, data, indices, wrapped, grad, out, total.astype(dtype, copy=False))
@@ -102,7 +105,7 @@ def make_inputs(case: Case, seed: int = 0) -> Inputs:
 
 def _data(rng: np.random.Generator, case: Case) -> np.ndarray:
     """Data of ``case``'s shape and dtype; a strided view if ``case.strided``."""
-    dtype = np.dtype(case.dtype)
+    dtype = numpy_dtype(case.dtype)
     shape = list(case.data_shape)
     longer = [a for a, n in enumerate(shape) if n > 1]
     if case.strided:
@@ -112,7 +115,7 @@ def _data(rng: np.random.Generator, case: Case) -> np.ndarray:
         shape[longer[-1]] *= 2
     if dtype == np.float32 or dtype == np.float64:
         data = rng.standard_normal(shape).astype(dtype)
-    elif np.issubdtype(dtype, np.floating):
+    elif differentiable(case.dtype):  # float16, bfloat16
         data = rng.standard_normal(shape, dtype=np.float32).astype(dtype)
     elif dtype == np.bool_:
         data = rng.integers(0, 2, size=shape, dtype=np.uint8).astype(bool)
@@ -216,10 +219,30 @@ def scribbled(buf: Any, want: np.ndarray, fn: Callable[[], Any]) -> Callable[[],
         if isinstance(buf, np.ndarray):
             np.copyto(buf, wrong, casting="unsafe")
         else:
-            buf.copy_(buf.new_tensor(wrong))
+            buf.copy_(tensor_of(np.asarray(wrong)))
         return fn()
 
     return run
+
+
+def tensor_of(a: np.ndarray) -> Any:
+    """``a`` as a CPU tensor over its memory; bfloat16 (ml_dtypes', which torch does not read)
+    through its bits."""
+    import torch
+
+    if a.dtype.name == "bfloat16":
+        return torch.from_numpy(a.view(np.uint16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
+def host_of_tensor(t: Any) -> np.ndarray:
+    """A CPU tensor as a NumPy array over its memory; bfloat16 as ml_dtypes' (see
+    `tensor_of`)."""
+    import torch
+
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(numpy_dtype("bfloat16"))
+    return t.numpy()
 
 
 @cache
@@ -252,10 +275,10 @@ def torch_entries(x: Inputs, device: str) -> list[Entry]:
     c, ax = x.case, x.case.ax
     dev = torch.device(device)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
-    td = torch.from_numpy(x.data).to(dev)
+    td = tensor_of(x.data).to(dev)
     ti = torch.from_numpy(x.wrapped).to(dev)  # the natives' non-negative indices
     tn = torch.from_numpy(x.indices).to(dev)  # gatherx's, negative ones included
-    tg = torch.from_numpy(x.grad).to(dev)
+    tg = tensor_of(x.grad).to(dev)
 
     key = (slice(None),) * ax + (ti,)
     oshape = c.out_shape
@@ -275,7 +298,7 @@ def torch_entries(x: Inputs, device: str) -> list[Entry]:
         return run
 
     def host(t: Any) -> np.ndarray:
-        return (t[0] if isinstance(t, tuple) else t).detach().cpu().numpy()
+        return host_of_tensor((t[0] if isinstance(t, tuple) else t).detach().cpu())
 
     def fwd_bwd(f: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[], Any]:
         return timed(lambda: torch.autograd.grad(f(leaf), leaf, tg))
@@ -285,7 +308,7 @@ def torch_entries(x: Inputs, device: str) -> list[Entry]:
         return tg.new_zeros(c.data_shape).index_add_(ax, ti.reshape(-1), source)
 
     gx = partial(gatherx.gather, axis=c.axis)
-    tout = torch.from_numpy(x.out).to(dev)  # a finished result, copied by "allocating copy"
+    tout = tensor_of(x.out).to(dev)  # a finished result, copied by "allocating copy"
     obuf = torch.empty_like(tout)  # the out= buffer, one for all (see numpy_out_entries)
     fshape = (*c.data_shape[:ax], ti.numel(), *c.data_shape[ax + 1 :])
 
@@ -401,7 +424,7 @@ def jax_holds(dtype: str) -> bool:
     case's)."""
     import jax
 
-    return np.dtype(dtype).itemsize < 8 or bool(jax.config.read("jax_enable_x64"))
+    return itemsize(dtype) < 8 or bool(jax.config.read("jax_enable_x64"))
 
 
 def ort_entries(x: Inputs) -> list[Entry]:
@@ -445,6 +468,10 @@ def build_entries(x: Inputs, backends: Sequence[str], torch_device: str) -> list
     return entries
 
 
+#: The relative error a half-precision gradient may show against its oracle (see `verify`).
+_HALF_RTOL = {"float16": 4e-3, "bfloat16": 3.2e-2}
+
+
 def verify(entries: Sequence[Entry], x: Inputs) -> None:
     """Every formulation must compute Gather (or its gradient) before its time means anything."""
     for e in entries:
@@ -452,12 +479,16 @@ def verify(entries: Sequence[Entry], x: Inputs) -> None:
         grad = _is_grad(e)
         want = x.data_grad if grad else x.out
         # Exact: gathers copy, and the gradients sum small integers, exact in any order but
-        # in float16 past 2048, where the order of summation decides the rounding: close.
-        rounds = grad and want.dtype == np.float16
+        # in float16 past 2048 and bfloat16 past 256, where the order of summation decides
+        # the rounding: close (within four of the dtype's steps).
+        rtol = _HALF_RTOL.get(x.case.dtype) if grad else None
         same = (
             got.shape == want.shape
             and got.dtype == want.dtype
-            and (np.array_equal(got, want) or (rounds and np.allclose(got, want, rtol=4e-3)))
+            and (
+                np.array_equal(got, want)
+                or (rtol is not None and np.allclose(got, want.astype(np.float32), rtol=rtol))
+            )
         )
         if not same:
             msg = f"bench: {e.backend} {e.task} {e.label} on {x.case.name} computes a wrong result"

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .cases import FLOOR_OF, FLOOR_TASK, Case
+from .cases import FLOOR_OF, FLOOR_TASK, Case, itemsize, numpy_dtype
 from .formulations import Entry
 from .harness import _chosen, emit, installed, report_header, time_case
 from .machine import Load, environment, huge_pages, machine_record
@@ -30,16 +30,17 @@ from .report import fmt_time, name_of, summarize
 #: The backends a sweep times (onnxruntime's session takes float32 only: left out).
 SWEEP_BACKENDS = ("numpy", "torch", "jax")
 #: The dtypes of the data, one drawn per case.
-SWEEP_DTYPES = ("float32", "float64", "float16", "int64", "int32", "uint8", "bool")
+SWEEP_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool")
 #: The most bytes of output, of data (a strided view's whole buffer) and of indices.
 MAX_BYTES = 64 * 2**20
 #: The fewest output bytes drawn: the output size is log-uniform between the two.
 MIN_BYTES = 4
 #: Calls whose best native is faster than this are also summarised by gatherx's extra time.
 FAST_CALL = 20e-6
-#: The most indices per data slot in float16 on average: their gradient, a sum of that many
-#: values in {-1, 0, 1}, stays below 2048, where float16 still holds every integer.
-FLOAT16_DUPLICATES = 2**16
+#: The most indices per data slot in half precision on average: their gradient, a sum of that
+#: many values in {-1, 0, 1}, stays below 2048 (float16) or 256 (bfloat16), where the dtype
+#: still holds every integer.
+HALF_DUPLICATES = {"float16": 2**16, "bfloat16": 2**11}
 #: The order of the tasks in the tables.
 TASKS = (
     "forward", "forward (out=)", "forward+backward", FLOOR_TASK, "gather_grad", "forward (jit)",
@@ -76,10 +77,10 @@ def draw_case(rng: np.random.Generator, name: str) -> Case:
     dtype = str(SWEEP_DTYPES[int(rng.integers(len(SWEEP_DTYPES)))])
     strided = bool(rng.random() < 0.35)
     empty = k > 0 and bool(rng.random() < 0.1)
-    itemsize = np.dtype(dtype).itemsize
-    out_cap = MAX_BYTES // itemsize
+    size_of = itemsize(dtype)
+    out_cap = MAX_BYTES // size_of
     data_cap = out_cap // (2 if strided else 1)
-    out_size = math.exp(rng.uniform(math.log(MIN_BYTES), math.log(MAX_BYTES))) / itemsize
+    out_size = math.exp(rng.uniform(math.log(MIN_BYTES), math.log(MAX_BYTES))) / size_of
     dims = _split(rng, max(1.0, out_size), rank - 1 + k)
     _shrink(dims, list(range(len(dims))), out_cap)
     outer, index, inner = dims[:ax], dims[ax : ax + k], dims[ax + k :]
@@ -91,8 +92,8 @@ def draw_case(rng: np.random.Generator, name: str) -> Case:
     s_max = max(1, data_cap // max(1, math.prod(rest)))
     size = min(s_max, max(1, int(math.exp(rng.uniform(0.0, math.log(s_max + 1))))))
     limit = MAX_BYTES // 8  # int64 indices
-    if dtype == "float16":
-        limit = min(limit, FLOAT16_DUPLICATES * size)
+    if dtype in HALF_DUPLICATES:
+        limit = min(limit, HALF_DUPLICATES[dtype] * size)
     _shrink(index, list(range(k)), limit)
     data_shape = (*outer, size, *inner)
     if math.prod(data_shape) <= 1:
@@ -295,6 +296,16 @@ def run_sweep(args: argparse.Namespace) -> int:
     """Time ``args.sweep`` random cases of ``args.seed``; print and save their summary; 0."""
     seed = 0 if args.seed is None else args.seed
     cases = draw_cases(args.sweep, seed)
+    try:
+        numpy_dtype("bfloat16")
+        dtypes = ", ".join(SWEEP_DTYPES)
+    except ImportError:  # NumPy's bfloat16 is ml_dtypes' (jax installs it)
+        left = [c for c in cases if c.dtype != "bfloat16"]
+        others = ", ".join(d for d in SWEEP_DTYPES if d != "bfloat16")
+        dtypes = f"{others} (bfloat16 needs ml_dtypes)"
+        print(f"ml_dtypes is not installed: {len(cases) - len(left)} bfloat16 cases left out",
+              file=sys.stderr, flush=True)  # fmt: skip
+        cases = left
     backends, skipped = installed(_chosen(args.backends, SWEEP_BACKENDS, "backend(s)"))
     if skipped:
         print(f"not installed, skipped: {', '.join(skipped)}", file=sys.stderr, flush=True)
@@ -324,7 +335,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     stats = statistics_of(records)
     header = (
         f"gatherx bench --sweep {args.sweep} --seed {seed}: {huge_pages()}; {len(cases)} "
-        f"random cases ({', '.join(SWEEP_DTYPES)} data, contiguous and strided, int64 "
+        f"random cases ({dtypes} data, contiguous and strided, int64 "
         f"indices), {repeats} interleaved rounds of {min_sample * 1e3:g} ms samples "
         "(ratios: gatherx / the fastest native of its backend and task, medians of the "
         f"per-round ratios), {args.clock} clock ({elapsed:.0f} s); {environment(load)}"
