@@ -80,6 +80,14 @@ def shape_negative(dims: tuple[int, ...]) -> ValueError:
     return ValueError(f"gather_grad: shape must have non-negative dimensions, got {dims}")
 
 
+def grad_symbolic(got: tuple[int | None, ...]) -> ValueError:
+    msg = (
+        f"gather_grad: grad has shape {got}, whose dimensions of None are not known until the "
+        "graph runs; the sum is built at the grad's shape: give grad a concrete shape"
+    )
+    return ValueError(msg)
+
+
 def grad_shape(
     got: tuple[int, ...],
     shape: tuple[int, ...],

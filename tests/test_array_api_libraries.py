@@ -457,6 +457,19 @@ def test_ndonnx_graph_host_indices_and_gather_grad():
     assert_same(got, scatter_oracle((4, 3), idx, g, 0))
 
 
+def test_ndonnx_gather_grad_refuses_a_grad_of_symbolic_shape():
+    """The masked sum is built at the grad's shape: a dimension known only when the graph
+    runs is a ValueError naming the shape, before any node is built (not spox's own error)."""
+    ndx = need("ndonnx")
+    for grad_shape, index_shape in [(("K", 6), ("K",)), ((2, "M"), (2,)), (("K", 6), (2,))]:
+        grad = ndx.argument(shape=grad_shape, dtype=ndx.float32)
+        index = ndx.argument(shape=index_shape, dtype=ndx.int64)
+        with pytest.raises(ValueError, match=r"^gather_grad: grad has shape \((None|2), "):
+            gatherx.gather_grad((5, 6), index, grad)
+        with pytest.raises(ValueError, match=r"^gather_grad: grad has shape .*None"):
+            gatherx.gather_grad((5, 6), [0, 1], grad)
+
+
 def test_ndonnx_graph_values_checked_by_the_runtime():
     ndx, ort = need("ndonnx"), need("onnxruntime")
     data = ndx.argument(shape=("N", 2), dtype=ndx.float32)

@@ -85,6 +85,31 @@ def test_compile_out_of_bounds_raises(compiler):
             fn(x, bad)
 
 
+@pytest.mark.parametrize("compiler", ["eager", "aot_eager"])
+def test_compile_gather_itself_with_dynamic_shapes(compiler):
+    """gatherx.gather and gather_grad compiled themselves, not inside a function: with
+    ``dynamic=True`` their int arguments (axis, opset) are symbolic too."""
+    import numpy as np
+
+    gather = torch.compile(gatherx.gather, backend=compiler, fullgraph=True, dynamic=True)
+    grad = torch.compile(gatherx.gather_grad, backend=compiler, fullgraph=True, dynamic=True)
+    for rows, cols, i in SHAPES:
+        x = torch.randn(rows, cols, requires_grad=True)
+        for axis, opset in ((1, 13), (-1, 11), (1, 13)):
+            got = gather(x, i, axis=axis, opset=opset)
+            want = np.take(x.detach().numpy(), i.numpy() % cols, axis=1)
+            np.testing.assert_array_equal(got.detach().numpy(), want)
+            (dx,) = torch.autograd.grad(got.sum(), x)
+            np.testing.assert_array_equal(
+                dx.numpy(), grad((rows, cols), i, torch.ones_like(got), axis=1).numpy()
+            )
+        ones = np.zeros((rows, cols), np.float32)
+        np.add.at(ones, (slice(None), i.numpy() % cols), 1.0)
+        np.testing.assert_array_equal(dx.numpy(), ones)
+        with pytest.raises(RuntimeError, match=OOB):
+            gather(x, torch.tensor([0, cols]), axis=1)
+
+
 def test_compile_inductor_dynamic_forward_backward_and_bounds():
     # The one inductor case (C++ codegen is slow on small CI machines): two shapes, one graph,
     # and the bounds check survives inductor's lowering.

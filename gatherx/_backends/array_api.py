@@ -127,6 +127,8 @@ class ArrayApiBackend(Backend):
     # -- data -------------------------------------------------------------------------
 
     def check_array(self, x: Any, fn: str, role: str) -> Any:
+        if role == "grad" and caps.symbolic(tuple(x.shape)):  # _masked_sum needs its sizes
+            raise _errors.grad_symbolic(tuple(x.shape))
         why = self.can.lacks.get(self.dtype_name(x))
         if why is not None:
             raise _errors.library_lacks_dtype(fn, role, self.can.name, self.dtype_name(x), why)

@@ -45,7 +45,9 @@ def eager_cpu_call(
     eager code under the exact bounds policy, an int axis in range, an int opset of at least
     11 and dtypes its rules accept. (After a large gather has evicted the interpreter from the
     CPU caches, each Python step costs several times its warm time.)"""
-    if not (type(indices) is torch.Tensor and type(x) in PLAIN_TYPES):
+    # plain_eager first: under torch.compile(gatherx.gather, dynamic=True) axis and opset are
+    # symbolic ints, whose comparisons below Dynamo cannot use as a tuple's index
+    if not (type(indices) is torch.Tensor and type(x) in PLAIN_TYPES and plain_eager()):
         return False
     if grad_shape is None:
         if not _rules.plain_call(axis, opset, x.ndim):
@@ -64,7 +66,6 @@ def eager_cpu_call(
         and indices.layout is STRIDED
         and not x.is_nested
         and not indices.is_nested
-        and plain_eager()
         and _policy.exact("cpu")
     )
 
