@@ -315,3 +315,42 @@ def test_out_from_non_contiguous_data_reads_it_where_it_lies(index, axis):
     assert got is out
     assert peak <= out.nbytes + 64 * 1024 < data.nbytes / 4
     np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("fn", ["gather", "gather_out", "gather_grad"])
+def test_bfloat16_in_the_fast_paths(fn):
+    """bfloat16 (ml_dtypes') takes the fast paths from Gather-13 on, with the flow's rules:
+    its gradient summed in float32 and rounded once (256 + 1 + 1 is 258, where additions in
+    bfloat16 give 256), a bad index the flow's IndexError, Gather-12 the flow's TypeError."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf16 = ml_dtypes.bfloat16
+    data = np.arange(24, dtype=np.float32).reshape(4, 6)[:, ::2].astype(bf16)  # (4, 3)
+    idx = np.array([[3, -1], [0, -4]])
+    if fn == "gather_grad":
+        grad = np.array([256, 1, 1], np.float32).astype(bf16)
+        got = gatherx.gather_grad((5,), np.array([2, 2, -3]), grad)
+        assert got.dtype == bf16
+        np.testing.assert_array_equal(got.astype(np.float32), [0, 0, 258, 0, 0])
+        big = np.ones((3, 40), bf16)  # above the small-gradient bound too
+        sums = gatherx.gather_grad((2, 40), np.array([1, -1, 0]), big)
+        np.testing.assert_array_equal(sums.astype(np.float32), [[1] * 40, [2] * 40])
+        with pytest.raises(IndexError, match=r"idx=5 at position \(1,\)"):
+            gatherx.gather_grad((5,), np.array([0, 5]), grad[:2])
+        return
+    want = np.take(data, idx % 4, axis=0)
+    for axis in (0, -2):
+        if fn == "gather":
+            got = gatherx.gather(data, idx, axis=axis)
+        else:
+            got = gatherx.gather(data, idx, axis=axis, out=np.empty(want.shape, bf16))
+        assert got.dtype == bf16
+        np.testing.assert_array_equal(got, want)
+    out = np.zeros(want.shape, bf16)
+    kwargs = {"out": out} if fn == "gather_out" else {}
+    with pytest.raises(IndexError, match=r"idx=4 at position \(0, 1\)"):
+        gatherx.gather(
+            data, np.array([[0, 4]]), **({"out": np.zeros((1, 2, 3), bf16)} if kwargs else {})
+        )
+    with pytest.raises(TypeError, match="bfloat16 data needs opset >= 13"):
+        gatherx.gather(data, idx, opset=12, **kwargs)
+    assert not out.astype(np.float32).any()  # nothing written by a refused call

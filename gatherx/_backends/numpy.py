@@ -34,14 +34,25 @@ _ROUNDS = 8
 #: Flat positions per block of the element plan: 256 KiB of intp, cache-sized.
 _BLOCK_POSITIONS = 1 << 15
 
-# The fast path decides, by identity and set tests, the data dtypes every opset from
-# Gather-11 on accepts and that need no further look (strings and bfloat16 take the flow).
+# The fast paths decide, by identity and set tests, the data dtypes every opset from
+# Gather-11 on accepts and that need no further look (strings take the flow); bfloat16 is
+# ml_dtypes', not NumPy's (a name test, made only where the set test fails).
 _FAST_DATA_DTYPES = frozenset(
     np.dtype(name) for name in _rules.data_dtypes(_rules.NEGATIVE_INDICES_SINCE) - {"string"}
 )
 _FAST_INDEX_DTYPES = frozenset(np.dtype(name) for name in _rules.INDEX_DTYPES)
 _FAST_GRAD_DTYPES = frozenset(np.dtype(name) for name in _rules.GRAD_DTYPES - {"bfloat16"})
 _HALF = frozenset(np.dtype(name) for name in _rules.HALF_DTYPES - {"bfloat16"})
+
+
+def _bfloat16(dtype: np.dtype[Any]) -> bool:
+    return _rules.dtype_name(dtype) == "bfloat16"
+
+
+def _fast_data(dtype: np.dtype[Any], opset: int) -> bool:
+    """Whether the fast paths take data of ``dtype`` in a plain call at ``opset``: bfloat16
+    from Gather-13 on."""
+    return dtype in _FAST_DATA_DTYPES or (opset >= _rules.BFLOAT16_SINCE and _bfloat16(dtype))
 
 
 def _plain_host(indices: Any, fn: str) -> np.ndarray | None:
@@ -66,7 +77,7 @@ class NumpyBackend(Backend):
             host is not None
             and type(data) is np.ndarray
             and _rules.plain_call(axis, opset, data.ndim)
-            and data.dtype in _FAST_DATA_DTYPES
+            and _fast_data(data.dtype, opset)
             and data.size
         ):
             try:
@@ -87,13 +98,15 @@ class NumpyBackend(Backend):
             host is not None
             and type(grad) is np.ndarray
             and _rules.plain_call(axis, _rules.GRAD_OPSET, len(shape))
-            and grad.dtype in _FAST_GRAD_DTYPES
+            and (grad.dtype in _FAST_GRAD_DTYPES or _bfloat16(grad.dtype))
             and not sparse
         ):
             ax = axis % len(shape)
             if grad.shape == _rules.output_shape(shape, host.shape, ax):
                 size = shape[ax]
-                if numpy_grad_small(grad.size) and grad.dtype not in _HALF:
+                # summed in float32: float16, and bfloat16 (the one dtype not in the set)
+                half = grad.dtype in _HALF or grad.dtype not in _FAST_GRAD_DTYPES
+                if numpy_grad_small(grad.size) and not half:
                     # np.add.at reads in-range negative positions itself: checked, as given
                     if not host.size or not _rules.out_of_range(
                         *_rules.host_extremes(host), size, _rules.GRAD_OPSET
@@ -138,7 +151,7 @@ class NumpyBackend(Backend):
             and type(data) is np.ndarray
             and type(out) is np.ndarray
             and _rules.plain_call(axis, opset, data.ndim)
-            and data.dtype in _FAST_DATA_DTYPES
+            and _fast_data(data.dtype, opset)
             and out.dtype == data.dtype
             and host.size
             and out.flags.writeable
