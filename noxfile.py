@@ -291,8 +291,9 @@ def docs(session: nox.Session) -> None:
     # ml_dtypes, and flatbuffers for jax.export's serialization, shown on the compilers page.
     install(session, "ml_dtypes", "flatbuffers", "sphinx>=7", "myst-nb>=1.1", "furo")
     # scale_out.md and onnx_interop.md need dask and onnxruntime: the distributed session runs them.
-    pages = ["docs/index.md", "docs/semantics.md", "docs/support.md", "docs/errors.md",
-             "docs/autograd.md", "docs/compilers.md", "docs/comparison.md"]  # fmt: skip
+    pages = ["docs/index.md", "docs/api.md", "docs/semantics.md", "docs/support.md",
+             "docs/errors.md", "docs/autograd.md", "docs/compilers.md",
+             "docs/comparison.md"]  # fmt: skip
     # torch.compile and forward AD raise DeprecationWarnings inside torch itself, which the
     # project's filterwarnings=error would turn into failures of correct examples.
     measured(session, "-m", "pytest", *pages, "--doctest-glob=*.md", "-p", "no:cacheprovider",
