@@ -26,9 +26,13 @@ FLAT_TILES = {"flat_many": 250, "flat_long": 10000, "flat_strided": 10000}
 if framework == "numpy":
     import gatherx
     lists = mode == "lists"
+    data = DATA
+    if mode == "bfloat16":  # ml_dtypes', which the fast paths tell by its name
+        import ml_dtypes
+        data = DATA.astype(ml_dtypes.bfloat16)
     def run(ids):
-        return gatherx.gather(DATA, ids.tolist() if lists else ids, axis=0)
-    host = np.asarray
+        return gatherx.gather(data, ids.tolist() if lists else ids, axis=0)
+    host = lambda x: np.asarray(x).astype(np.float64)
 else:
     import torch
     import gatherx
@@ -169,7 +173,7 @@ COLUMNS_OOB = ROWS_OOB.replace("axis 0", "axis 1")
 GRAPH_OOB = "gather: indices element out of data bounds: indices must be within the inclusive"
 
 
-@pytest.mark.parametrize("mode", ["arrays", "lists"])
+@pytest.mark.parametrize("mode", ["arrays", "lists", "bfloat16"])
 @pytest.mark.parametrize("first", ["good", "bad"])
 def test_numpy_first_call(mode, first):
     order = [first, "bad" if first == "good" else "good"] * 2

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._conformance import to_numpy
 from .._rules import HALF_DTYPES
 from .cases import OUT_TASK, Case, itemsize, numpy_dtype
 
@@ -235,16 +236,6 @@ def tensor_of(a: np.ndarray) -> Any:
     return torch.from_numpy(a)
 
 
-def host_of_tensor(t: Any) -> np.ndarray:
-    """A CPU tensor as a NumPy array over its memory; bfloat16 as ml_dtypes' (see
-    `tensor_of`)."""
-    import torch
-
-    if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).numpy().view(numpy_dtype("bfloat16"))
-    return t.numpy()
-
-
 @cache
 def minimal_function() -> Any:
     """A gather as the least ``torch.autograd.Function``: ``index_select`` forward at a flat
@@ -298,7 +289,7 @@ def torch_entries(x: Inputs, device: str) -> list[Entry]:
         return run
 
     def host(t: Any) -> np.ndarray:
-        return host_of_tensor((t[0] if isinstance(t, tuple) else t).detach().cpu())
+        return to_numpy(t[0] if isinstance(t, tuple) else t)  # (bfloat16 as ml_dtypes')
 
     def fwd_bwd(f: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[], Any]:
         return timed(lambda: torch.autograd.grad(f(leaf), leaf, tg))
