@@ -287,25 +287,54 @@ def numpy_grad_plan(
 # --------------------------------------------------------------------------- PyTorch
 # Forward: index_select on the data as given (one slice's select_copy for a scalar index read
 # on the host, advanced indexing for small indices of two or more dimensions, torch.take on
-# 1-D data where the index needs no wrap), except on non-contiguous data, which ATen's
-# index_select often copies whole first. Backward: zeros().index_add_() on the data's own
+# 1-D data where the index needs no wrap), except on most non-contiguous data, which ATen's
+# index_select copies whole first on dim 1. Backward: zeros().index_add_() on the data's own
 # shape with an int64 index, which keeps ATen's parallel innermost-dim scatter.
 
 
-def torch_forward_plan(contiguous: bool, data_elements: int, out_elements: int) -> str:
-    """How the PyTorch forward reads data of ``data_elements`` into ``out_elements``.
+#: The most indices at which non-contiguous CPU data gathered as columns on dim 2 or later is
+#: read by ``index_select`` as given (see ``torch_forward_plan``).
+TORCH_STRIDED_SELECT_MAX_INDICES = 4
 
-    - ``index_select``: ``torch.index_select`` on the data as given (contiguous data).
-    - ``indexing``: ``data[..., index, ...]``, which reads non-contiguous data where it lies:
-      an output smaller than the data costs what the output costs, where index_select's copy
-      of the whole data cost 10-500x more (docs/performance_details.md).
+
+def torch_forward_plan(
+    contiguous: bool,
+    data_elements: int,
+    out_elements: int,
+    shape: tuple[int, ...] = (),
+    axis: int = 0,
+    n_index: int = 0,
+    device_type: str = "cpu",
+) -> str:
+    """How the PyTorch forward reads data of ``data_elements`` (of ``shape``) into
+    ``out_elements``, gathered on dim ``axis`` at ``n_index`` indices.
+
+    - ``index_select``: ``torch.index_select`` on the data as given: contiguous data; on the
+      CPU, non-contiguous data gathered as columns (no element after ``axis``) on dim 2 or
+      later at up to ``TORCH_STRIDED_SELECT_MAX_INDICES`` indices into an output smaller
+      than the data. There ATen copies each index's strided slice where it lies (on dim 1
+      it copies the whole data first), where advanced indexing computes every element's
+      offset: 2-8x faster at 2-4 indices, 0.9-1.9x at one, 0.4-4.9x at 8
+      (docs/performance_details.md).
+    - ``indexing``: ``data[..., index, ...]``, which reads other non-contiguous data where it
+      lies: an output smaller than the data costs what the output costs, where
+      index_select's copy of the whole data cost 10-500x more (docs/performance_details.md).
     - ``contiguous``: ``index_select`` on a contiguous copy of the data, made explicitly: an
       output at least the data's size pays the copy back, and ATen's own strided loops were
       up to 17x slower than copy and select.
     """
     if contiguous:
         return "index_select"
-    return "contiguous" if out_elements >= data_elements else "indexing"
+    if out_elements >= data_elements:
+        return "contiguous"
+    if (
+        axis >= 2
+        and n_index <= TORCH_STRIDED_SELECT_MAX_INDICES
+        and device_type == "cpu"
+        and math.prod(shape[axis + 1 :]) == 1
+    ):
+        return "index_select"
+    return "indexing"
 
 
 #: The most indices at which ``out=`` reads non-contiguous rows of more than one element by

@@ -636,6 +636,74 @@ def test_torch_forward_plan_branches(contiguous, data, out, want):
     assert st.torch_forward_plan(contiguous, data, out) == want
 
 
+@pytest.mark.parametrize(
+    ("shape", "axis", "n_index", "device", "want"),
+    [((2, 5, 100), 2, 4, "cpu", "index_select"), ((2, 5, 1, 10, 1, 1), 3, 0, "cpu", "index_select"),
+     ((2, 5, 100), 2, 5, "cpu", "indexing"), ((5, 200), 1, 4, "cpu", "indexing"),
+     ((2, 5, 50, 2), 2, 4, "cpu", "indexing"), ((2, 5, 100), 2, 4, "other", "indexing")],
+)  # fmt: skip
+def test_torch_forward_plan_strided_columns(shape, axis, n_index, device, want):
+    """Non-contiguous columns on dim 2 or later, at up to 4 indices, into an output smaller
+    than the data: index_select as given (on dim 1 ATen copies the whole data first)."""
+    assert st.torch_forward_plan(False, 1000, 999, shape, axis, n_index, device) == want
+    assert st.torch_forward_plan(False, 1000, 1000, shape, axis, n_index, device) == "contiguous"
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis", "indices"),
+    [((30, 50, 40), 2, [39, -40]), ((2, 3, 20, 70, 30), -1, [[-1, 2], [29, 0]]),
+     ((40, 20, 9, 25), 3, [-3]), ((60, 40, 33), 2, [1, -2, 3, -4])],
+)  # fmt: skip
+def test_torch_strided_columns_match_numpy(shape, axis, indices):
+    """The columns of non-contiguous data (every other element of each row), read by
+    index_select where they lie (outputs past advanced indexing's few elements): np.take's
+    values, np.add.at's gradient and the same values through ``out=``."""
+    torch = need("torch")
+    from gatherx._backends.torch import kernels
+
+    rng = np.random.default_rng(11)
+    full = rng.standard_normal((*shape[:-1], 2 * shape[-1]))
+    data = torch.from_numpy(full)[..., ::2]
+    idx = np.asarray(indices)
+    ax = axis % len(shape)
+    assert kernels.plan_of(data, ax, idx.size, idx.ndim, bool((idx < 0).any())) == ("as_is", False)
+    want = np.take(full[..., ::2], idx, axis=axis)
+    got = gatherx.gather(data, torch.from_numpy(idx), axis=axis)
+    np.testing.assert_array_equal(got.numpy(), want)
+    out = torch.empty(want.shape, dtype=data.dtype)
+    assert gatherx.gather(data, torch.from_numpy(idx), axis=axis, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), want)
+    leaf = torch.from_numpy(full.copy())[..., ::2].requires_grad_(True)  # strided, a leaf
+    seed = rng.standard_normal(want.shape)
+    (g,) = torch.autograd.grad(gatherx.gather(leaf, torch.from_numpy(idx), axis=axis), leaf,
+                               torch.from_numpy(seed))  # fmt: skip
+    np.testing.assert_array_equal(g.numpy(), add_at(shape, idx, seed, ax))
+
+
+def test_torch_eager_plans_are_the_rules_plans(monkeypatch):
+    """A plain eager call's plan, remembered, is the rules' own (first and later calls), and
+    the memory holds a bounded number of them."""
+    torch = need("torch")
+    from gatherx._backends.torch import kernels
+
+    shapes = [(7,), (50, 40), (6, 5, 300), (2, 3, 4, 5000)]
+    calls = []
+    for shape in shapes:
+        full = torch.zeros(*shape[:-1], 2 * shape[-1])
+        for data in (full[..., : shape[-1]].contiguous(), full[..., ::2]):
+            for axis in range(len(shape)):
+                for n, k in ((1, 1), (4, 1), (40, 1), (40, 2), (40000, 1)):
+                    for negative in (False, True, None):
+                        calls.append((data, axis, n, k, negative, k == 1))
+    for _ in range(2):
+        for data, *rest in calls:
+            assert kernels.eager_plan(data, *rest) == kernels.plan_of(data, *rest)
+    monkeypatch.setattr(kernels, "EAGER_PLANS_KEPT", 8)
+    for n in range(20):
+        kernels.eager_plan(torch.zeros(3, 4), 1, n + 1, 1, False, True)
+    assert 0 < len(kernels._EAGER_PLANS) <= 8
+
+
 @pytest.mark.parametrize("plan", ["index_select", "indexing", "contiguous"])
 @pytest.mark.parametrize(
     ("shape", "indices", "axis"),

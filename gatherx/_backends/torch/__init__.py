@@ -52,13 +52,13 @@ class TorchBackend(Backend):
                 if read is not None:  # else the flow reports the first bad index
                     negative = read[1] is not read[0]
                     n, int64 = len(read[0]), indices.dtype is _INT64
-                    plan = kernels.plan_of(data, axis, n, 1, negative, int64)
+                    plan = kernels.eager_plan(data, axis, n, 1, negative, int64)
                     if plan[0] in kernels.AS_GIVEN:  # reads negative positions: no wrap
                         return kernels.take_given(data, indices, axis, plan)
                     return kernels.take(data, ints_index(read, indices), axis, plan)
             else:  # planned before the index is read: its sign is not known yet
                 n, k, int64 = indices.numel(), indices.ndim, indices.dtype is _INT64
-                plan = kernels.plan_of(data, axis, n, k, None, int64)
+                plan = kernels.eager_plan(data, axis, n, k, None, int64)
                 if plan[0] not in kernels.AS_GIVEN:
                     index = eager_bounded(indices, size, opset)
                     if index is not None:  # else the flow reports the first bad index

@@ -109,22 +109,71 @@ def plan_of(
     :func:`select` plans, :func:`take_given` those of :data:`AS_GIVEN`.
 
     The :func:`layout` plan; on non-contiguous data, as
-    :func:`gatherx._strategy.torch_forward_plan` says: read where it lies by advanced
-    indexing (``torch.gather`` keeps its columns), or by the plan on a contiguous copy.
+    :func:`gatherx._strategy.torch_forward_plan` says: read where it lies by
+    ``index_select`` or advanced indexing (``torch.gather`` keeps its columns), or by the
+    plan on a contiguous copy.
     """
     contiguous = source.is_contiguous()
     # The TorchScript ONNX exporter replaces this body by one Gather node, but it still
     # traces it: the plain call keeps that trace simple.
     if contiguous or tracing():
         return layout(source, axis, n_index, index_ndim, negative, int64, contiguous), False
-    size = source.shape[axis]
+    shape = source.shape
+    size = shape[axis]
     n_out = source.numel() // size * n_index if size else 0
-    copied = torch_forward_plan(False, source.numel(), n_out) == "contiguous"
-    # a copy is planned as the contiguous data its kernel reads
-    plan = layout(source, axis, n_index, index_ndim, negative, int64, copied)
+    kind = "cpu" if source.is_cpu else "other"
+    forward = torch_forward_plan(False, source.numel(), n_out, shape, axis, n_index, kind)
+    # a copy, and data that index_select reads where it lies, are planned as contiguous data
+    copied = forward == "contiguous"
+    plan = layout(source, axis, n_index, index_ndim, negative, int64, forward != "indexing")
+    if forward == "index_select":  # (the views need contiguous data)
+        return ("indexing" if plan == "indexing" else "as_is"), False
     if plan == "indexing" or not (copied or plan == "gather"):
         return "indexing", False
     return plan, copied
+
+
+#: The plans of :func:`eager_plan`, by everything :func:`plan_of` reads of such a call; emptied
+#: when it holds ``EAGER_PLANS_KEPT``.
+_EAGER_PLANS: dict[tuple[object, ...], tuple[str, bool]] = {}
+EAGER_PLANS_KEPT = 4096
+_AS_IS = ("as_is", False)
+
+
+def eager_plan(
+    data: torch.Tensor,
+    axis: int,
+    n_index: int,
+    index_ndim: int,
+    negative: bool | None,
+    int64: bool,
+) -> tuple[str, bool]:
+    """:func:`plan_of` for the data of a :func:`~.domain.eager_cpu_call` (plain CPU tensors
+    in plain eager code), remembered by shape, dtype, contiguity, axis and the index's count,
+    rank, sign and dtype: a call that recurs reads its plan in one lookup (0.4 us) where the
+    rules' Python costs 1-2 us (the plan at once of :func:`at_once` is not stored)."""
+    contiguous = data.is_contiguous()
+    if contiguous and at_once(axis, index_ndim, negative, data.ndim, contiguous):
+        return _AS_IS
+    key = (data.shape, data.dtype, contiguous, axis, n_index, index_ndim, negative, int64)
+    plan = _EAGER_PLANS.get(key)
+    if plan is None:
+        if len(_EAGER_PLANS) >= EAGER_PLANS_KEPT:
+            _EAGER_PLANS.clear()
+        plan = _EAGER_PLANS[key] = plan_of(data, axis, n_index, index_ndim, negative, int64)
+    return plan
+
+
+def at_once(axis: int, index_ndim: int, negative: bool | None, ndim: int, contiguous: bool) -> bool:
+    """Whether :func:`gatherx._strategy.torch_layout_plan` says ``as_is`` for these before any
+    other test: dim 0 at a 1-D or 0-d index with no negative value (a sign not read yet,
+    ``negative`` None, matters on contiguous 1-D data only)."""
+    return (
+        axis == 0
+        and index_ndim < 2
+        and not negative
+        and not (negative is None and ndim == 1 and contiguous)
+    )
 
 
 def take_at(
@@ -187,9 +236,7 @@ def layout(
 ) -> str:
     """:func:`gatherx._strategy.torch_layout_plan` for ``source`` (``contiguous``: whether
     it is): its plans for plain tensors in plain eager code, ``as_is`` for any other."""
-    # the plan's as_is, read first (a sign not read yet matters on contiguous 1-D data only)
-    unknown = negative is None and source.ndim == 1 and contiguous
-    if axis == 0 and index_ndim < 2 and not negative and not unknown:
+    if at_once(axis, index_ndim, negative, source.ndim, contiguous):  # (most calls: first)
         return "as_is"
     kind = "cpu" if source.is_cpu else "other"
     float32 = source.dtype is _FLOAT32

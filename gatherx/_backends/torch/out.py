@@ -54,7 +54,7 @@ def gather_out(
                     return out
             else:  # planned with the index as one dimension, before it is read
                 int64 = indices.dtype is _INT64
-                plan = kernels.plan_of(data, ax, indices.numel(), 1, None, int64)
+                plan = kernels.eager_plan(data, ax, indices.numel(), 1, None, int64)
                 if plan[0] != "take_negative":  # (advanced indexing has no out=)
                     flat = eager_bounded(indices, shape[ax], opset, flat=True)
                     if flat is not None:  # else the flow reports the first bad index
