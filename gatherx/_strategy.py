@@ -38,9 +38,10 @@ JAX_HALF_SUMS_AS_BITS = frozenset({"bfloat16"})
 #: PyTorch converts half-precision gradients of at least this many elements to float32 a
 #: slice of index positions at a time, of about ``TORCH_HALF_SLICE`` elements, where each
 #: slice is one block (nothing before the index's dimensions) or rows of at least
-#: ``TORCH_HALF_SLICED_MIN_ROW`` elements: a float32 copy of the whole gradient (64 MB and
-#: more) cost 1.2-7x the slices' time there (docs/performance_details.md).
-TORCH_HALF_SLICED_FROM = 1 << 24
+#: ``TORCH_HALF_SLICED_MIN_ROW`` elements: a float32 copy of the whole gradient (32 MiB and
+#: more, fresh memory on each call) cost 1.1-5x the slices' time there
+#: (docs/performance_details.md).
+TORCH_HALF_SLICED_FROM = 1 << 23
 TORCH_HALF_SLICE = 1 << 21
 TORCH_HALF_SLICED_MIN_ROW = 64
 

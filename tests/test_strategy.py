@@ -600,12 +600,12 @@ def test_torch_extremes_plan_branches(n, want):
 
 @pytest.mark.parametrize(
     ("grad_elements", "n_index", "pre", "post", "want"),
-    [(2**24, 8, 1, 1, 1), (2**24 - 1, 8, 1, 1, 8), (2**25, 2**15, 1, 1024, 2048),
-     (2**24, 8, 2, 64, 1), (2**24, 8, 2, 63, 8), (2**24, 2**14, 1024, 1, 2**14),
-     (2**26, 3, 1, 2**26 // 3, 1)],
+    [(2**24, 8, 1, 1, 1), (2**23, 8, 1, 1, 2), (2**23 - 1, 8, 1, 1, 8),
+     (2**25, 2**15, 1, 1024, 2048), (2**24, 8, 2, 64, 1), (2**24, 8, 2, 63, 8),
+     (2**24, 2**14, 1024, 1, 2**14), (2**26, 3, 1, 2**26 // 3, 1)],
 )  # fmt: skip
 def test_half_grad_slice_branches(grad_elements, n_index, pre, post, want):
-    """Slices of about 2^21 elements from 2^24, each one block or rows of 64 and more."""
+    """Slices of about 2^21 elements from 2^23, each one block or rows of 64 and more."""
     shape = [1, pre, n_index, post, 1]  # the dimensions of one around change nothing
     assert st.half_grad_slice(grad_elements, n_index, shape, 2) == want
 
