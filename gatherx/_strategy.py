@@ -63,6 +63,21 @@ def half_grad_slice(grad_elements: int, n_index: int, shape: list[int], axis: in
     return max(1, TORCH_HALF_SLICE // (grad_elements // n_index))
 
 
+#: The most table elements into which PyTorch adds a half-precision gradient whose index
+#: repeats no slot by its own ``index_add_`` (one addition a slot: exact, and -0.0 made the
+#: +0.0 a sum gives): one ATen call where ``index_copy_`` of the slices plus 0 takes two;
+#: on larger tables its half-precision loop over the whole table costs more (0.62-0.84x at
+#: 2048-4096 elements, 0.65-0.95x at 8192, up to 1.15x at 16384; docs/performance_details.md).
+TORCH_HALF_ADDED_MAX_ELEMENTS = 4096
+
+
+def torch_one_each_plan(table_elements: int) -> str:
+    """How PyTorch writes a half-precision gradient whose index repeats no slot into zeros of
+    ``table_elements``: ``index_add`` in half precision up to
+    ``TORCH_HALF_ADDED_MAX_ELEMENTS``, else ``index_copy`` of the slices plus 0."""
+    return "index_add" if table_elements <= TORCH_HALF_ADDED_MAX_ELEMENTS else "index_copy"
+
+
 def half_grad_plan(
     backend: str, data_elements: int, n_index: int, repeated: bool = True, grad_elements: int = 0
 ) -> str:

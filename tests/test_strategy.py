@@ -599,6 +599,16 @@ def test_torch_extremes_plan_branches(n, want):
 
 
 @pytest.mark.parametrize(
+    ("table", "want"),
+    [(1, "index_add"), (4096, "index_add"), (4097, "index_copy"), (10**7, "index_copy")],
+)
+def test_torch_one_each_plan_branches(table, want):
+    """A half-precision gradient that repeats no slot: its own index_add_ into tables of up to
+    4096 elements, index_copy_ of the slices plus 0 beyond."""
+    assert st.torch_one_each_plan(table) == want
+
+
+@pytest.mark.parametrize(
     ("grad_elements", "n_index", "pre", "post", "want"),
     [(2**24, 8, 1, 1, 1), (2**23, 8, 1, 1, 2), (2**23 - 1, 8, 1, 1, 8),
      (2**25, 2**15, 1, 1024, 2048), (2**24, 8, 2, 64, 1), (2**24, 8, 2, 63, 8),

@@ -13,6 +13,7 @@ from ..._strategy import (
     torch_backward_plan,
     torch_forward_plan,
     torch_layout_plan,
+    torch_one_each_plan,
 )
 from .domain import INDEX_MAX, PLAIN_TYPES
 from .modes import functorch_active, plain_eager, tracing
@@ -373,12 +374,16 @@ def _half_scatter_add(
 
 def _one_each(source: torch.Tensor, flat: torch.Tensor, axis: int, size: int) -> torch.Tensor:
     """Zeros with each slice of ``source`` written at its slot of ``flat``, which names no
-    slot twice: the scatter-add's sums, exact in any precision (``index_add_`` of float16
-    moves the whole table, 3x the zeros' time); plus 0, so that -0.0 becomes the +0.0 that
-    a sum gives."""
+    slot twice: the scatter-add's sums, exact in any precision, as
+    :func:`gatherx._strategy.torch_one_each_plan` says: ``index_add_`` on small tables (one
+    addition a slot), else ``index_copy_`` (float16's ``index_add_`` moves the whole table,
+    3x the zeros' time) of the slices plus 0, so that -0.0 becomes the +0.0 a sum gives."""
     shape = list(source.shape)
     shape[axis] = size
-    return source.new_zeros(shape).index_copy_(axis, flat, source + 0)
+    zeros = source.new_zeros(shape)
+    if torch_one_each_plan(zeros.numel()) == "index_add":
+        return zeros.index_add_(axis, flat, source)
+    return zeros.index_copy_(axis, flat, source + 0)
 
 
 def _distinct_sums(
