@@ -42,7 +42,9 @@ class TorchBackend(Backend):
             if data.requires_grad and _grad_enabled():
                 index = eager_bounded(indices, size, opset)
                 if index is not None:  # else the flow reports the first bad index
-                    return autograd.GatherEager.apply(data, index, axis, sparse)
+                    k, int64 = index.ndim, index.dtype is _INT64
+                    plan = kernels.eager_plan(data, axis, index.numel(), k, False, int64)
+                    return autograd.GatherEager.apply(data, index, axis, sparse, plan)
             elif not indices.ndim:  # select reads a negative position itself: no wrap
                 at = eager_position(indices, size, opset)
                 if at is not None:  # else the flow reports the bad index

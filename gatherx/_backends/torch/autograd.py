@@ -10,6 +10,7 @@ from .kernels import scatter_add, sparse_scatter_add, take
 from .modes import compiling, functorch_active, plain_eager
 
 Grads = tuple[torch.Tensor | None, None, None, None]
+EagerGrads = tuple[torch.Tensor | None, None, None, None, None]  # one more input: the plan
 
 
 class _GatherNoJvp(torch.autograd.Function):
@@ -70,25 +71,32 @@ class GatherEager(torch.autograd.Function):
 
     @staticmethod
     def forward(
-        ctx: Any, data: torch.Tensor, index: torch.Tensor, axis: int, sparse: bool = False
+        ctx: Any,
+        data: torch.Tensor,
+        index: torch.Tensor,
+        axis: int,
+        sparse: bool = False,
+        plan: tuple[str, bool] | None = None,
     ) -> torch.Tensor:
         ctx.save_for_backward(index)
         ctx.size = data.shape[axis]
         ctx.axis = axis
         ctx.sparse = sparse
-        return take(data, index, axis)
+        return take(data, index, axis, plan)  # plan: the caller's, for this data and index
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> Grads:
+    def backward(ctx: Any, grad: torch.Tensor) -> EagerGrads:
         (index,) = ctx.saved_tensors
         if not ctx.needs_input_grad[0]:
-            return None, None, None, None
+            return None, None, None, None, None
         if ctx.sparse:
-            return sparse_scatter_add(grad, index, ctx.axis, ctx.size), None, None, None
-        if torch.is_grad_enabled() or functorch_active():
+            out = sparse_scatter_add(grad, index, ctx.axis, ctx.size)
+        elif torch.is_grad_enabled() or functorch_active():
             # create_graph=True, or vmap over the backward (gradcheck's batched grad)
-            return apply_scatter_add(grad, index, ctx.axis, ctx.size), None, None, None
-        return scatter_add(grad, index, ctx.axis, ctx.size), None, None, None
+            out = apply_scatter_add(grad, index, ctx.axis, ctx.size)
+        else:
+            out = scatter_add(grad, index, ctx.axis, ctx.size)
+        return out, None, None, None, None
 
 
 class _ScatterAddNoJvp(torch.autograd.Function):
