@@ -22,6 +22,8 @@ BAD = np.array([[0, 9], [1, 1]])
 VIEWED = {True: np.ascontiguousarray(DATA.T).reshape(3, 1, 4), False: np.tile(DATA.T, (22, 1))}
 # 1-D data: 1000 values, 40000 (past ATen's grain size), 40000 into strided data (its copy)
 FLAT_TILES = {"flat_many": 250, "flat_long": 10000, "flat_strided": 10000}
+# every other column of (3, 1000, 16): columns on dim 2 that index_select reads where they lie
+STRIDED = np.arange(48000.0).reshape(3, 1000, 16)
 
 if framework == "numpy":
     import gatherx
@@ -53,6 +55,13 @@ else:
             leaf = d.clone().requires_grad_()
             call(leaf, ids).sum().backward()
             return leaf.grad
+        if mode.endswith("strided_columns"):
+            d = torch.from_numpy(STRIDED.copy())[..., ::2]  # not contiguous, a leaf
+            if not mode.startswith("grad"):
+                return gatherx.gather(d, torch.from_numpy(ids), axis=2)
+            d.requires_grad_()
+            gatherx.gather(d, torch.from_numpy(ids), axis=2).sum().backward()
+            return d.grad
         if mode.endswith(("blocks", "columns")):  # a later dim's view; dim 1: torch.gather,
             blocks = mode.endswith("blocks")  # or at few indices the columns' view
             d = torch.from_numpy(VIEWED[blocks])
@@ -122,6 +131,13 @@ def _run(framework: str, mode: str, order: list[str]) -> list:
 
 
 def _expected(mode: str) -> np.ndarray:
+    if mode.endswith("strided_columns"):
+        data = np.arange(48000.0).reshape(3, 1000, 16)[..., ::2]
+        if not mode.startswith("grad"):
+            return np.take(data, IDS, axis=2)
+        want = np.zeros_like(data)
+        np.add.at(want, (slice(None), slice(None), IDS), 1.0)
+        return want
     if mode.endswith(("blocks", "columns")):
         blocks = mode.endswith("blocks")
         data = np.ascontiguousarray(DATA.T).reshape(3, 1, 4) if blocks else np.tile(DATA.T, (22, 1))
@@ -170,6 +186,7 @@ ROWS_OOB = (
 )
 BLOCKS_OOB = ROWS_OOB.replace("axis 0", "axis 2")
 COLUMNS_OOB = ROWS_OOB.replace("axis 0", "axis 1")
+STRIDED_OOB = EAGER_OOB.replace("[-4,3] for axis 0 of size 4", "[-8,7] for axis 2 of size 8")
 GRAPH_OOB = "gather: indices element out of data bounds: indices must be within the inclusive"
 
 
@@ -210,6 +227,9 @@ TORCH_MODES = {
     "grad_columns": COLUMNS_OOB,
     "few_columns": EAGER_OOB.replace("axis 0", "axis 1"),
     "grad_few_columns": EAGER_OOB.replace("axis 0", "axis 1"),
+    # non-contiguous columns on dim 2 at 4 indices: index_select where they lie
+    "strided_columns": STRIDED_OOB,
+    "grad_strided_columns": STRIDED_OOB,
 }
 
 
@@ -230,6 +250,7 @@ def test_torch_first_call(mode):
         "blocks",
         "columns",
         "few_columns",
+        "strided_columns",
         "tiled",
         "flat",
     ],
