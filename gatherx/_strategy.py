@@ -382,9 +382,12 @@ def torch_out_plan(contiguous_out: bool, forward: str, axis: int, n_index: int, 
     return "copy"
 
 
-#: The fewest indices at which a formulation other than ``index_select`` on the data as given
-#: pays for its extra Python calls: ``blocks`` and ``gather``.
+#: The fewest indices at which ``blocks``, and ``gather`` of one-byte elements, pay for
+#: their extra Python calls.
 TORCH_MIN_INDICES = 32
+#: The fewest indices of ``gather`` of elements of two bytes or more: on fewer, its loop's
+#: cost per outer row shows.
+TORCH_GATHER_MIN_INDICES = 8
 #: Data whose gathered dim is 2 or later behind at most this many outer rows: ``blocks``.
 TORCH_BLOCKS_MAX_ROWS = 16
 #: The fewest output elements of ``gather``; of float32 data that ATen's dim-1 loop would
@@ -428,11 +431,14 @@ def torch_layout_plan(
       data), where the original dim is 2 or later and ``pre`` is small: the dim-1 loop in
       place of a slice copy per index.
     - ``gather``: ``torch.gather`` for columns (``post == 1``) behind outer rows, at an
-      output of at least ``TORCH_GATHER_MIN_ELEMENTS`` (on fewer indices than
-      ``TORCH_MIN_INDICES`` its loop's cost per row, and for either the extra calls' Python,
-      cost more than they save); for float32 on the dim-1 loop, whose plain loop beats it
-      until ``torch.gather`` splits its rows over threads, at least
-      ``TORCH_GATHER_FLOAT32_MIN_ELEMENTS``.
+      output of at least ``TORCH_GATHER_MIN_ELEMENTS``, at ``TORCH_GATHER_MIN_INDICES`` or
+      more (``TORCH_MIN_INDICES`` for one-byte elements, whose strided copies are cheaper):
+      it reads each row once and writes each output row in order, where the strided copy
+      per index of ``columns`` and of later dims reads every row again for each index and
+      writes the output a column at a time (on fewer indices its loop's cost per row shows,
+      and below that output its two extra calls' Python); for float32 on the dim-1 loop,
+      whose plain loop beats it until ``torch.gather`` splits its rows over threads, at
+      least ``TORCH_GATHER_FLOAT32_MIN_ELEMENTS``.
     - ``columns``: ``index_select`` on the ``(pre, 1, size, 1)`` view on dim 2 (contiguous
       data), for the columns of dim 1 behind many outer rows that ``gather`` does not take
       (few indices, whose loop per row would cost ``gather`` most): a strided column copy per
@@ -486,7 +492,8 @@ def torch_layout_plan(
     column = math.prod(shape[axis + 1 :]) == 1
     many = n_index >= TORCH_MIN_INDICES
     blocks = axis >= 2 and 1 < pre <= TORCH_BLOCKS_MAX_ROWS
-    if many and column and pre > 1:
+    fewest = TORCH_GATHER_MIN_INDICES if itemsize > 1 else TORCH_MIN_INDICES
+    if n_index >= fewest and column and pre > 1:
         dim1_float32 = float32 and (axis == 1 or blocks)
         least = TORCH_GATHER_FLOAT32_MIN_ELEMENTS if dim1_float32 else TORCH_GATHER_MIN_ELEMENTS
         if pre * n_index >= least:

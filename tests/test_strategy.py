@@ -451,17 +451,19 @@ def test_torch_layouts_in_plain_eager_code_only(monkeypatch, shape, axis, index_
 
 
 @pytest.mark.parametrize(
-    ("shape", "axis"), [((2, 32, 500, 1, 1), 2), ((106, 3, 183, 1), -2), ((2, 32, 1, 90), 3)]
-)
+    ("shape", "axis", "n"),
+    [((2, 32, 500, 1, 1), 2, 64), ((106, 3, 183, 1), -2, 64), ((2, 32, 1, 90), 3, 64),
+     ((600, 1, 40), 2, 8), ((3, 200, 90, 1), -2, 8)],
+)  # fmt: skip
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32", "uint16", "bool"])
 @pytest.mark.parametrize("strided", [False, True])
-def test_torch_gather_plan_on_columns_with_unit_dims(monkeypatch, shape, axis, dtype, strided):
-    """Where the plan is ``gather`` (columns behind many outer rows), contiguous data is read
-    by one ``torch.gather`` on its (outer rows, columns) view, whatever dimensions of length
-    one it has, and strided data as given; forward and ``out=`` values as np.take's, the
-    index as given never written."""
+def test_torch_gather_plan_on_columns_with_unit_dims(monkeypatch, shape, axis, n, dtype, strided):
+    """Where the plan is ``gather`` (columns behind many outer rows, from 8 indices of
+    elements of two bytes or more, from 32 of one byte), contiguous data is read by one
+    ``torch.gather`` on its (outer rows, columns) view, whatever dimensions of length one it
+    has, and strided data as given; forward and ``out=`` values as np.take's, the index as
+    given never written."""
     torch = need("torch")
-    n = 64
     rng = np.random.default_rng(4)
     full = list(shape)
     full[-1] *= 2 if strided else 1
@@ -474,8 +476,10 @@ def test_torch_gather_plan_on_columns_with_unit_dims(monkeypatch, shape, axis, d
     ax = axis % len(shape)
     pre = math.prod(shape[:ax])
     contiguous = not strided
-    plan = st.torch_layout_plan("cpu", shape, ax, n, dtype == "float32", 1, None, True, contiguous)
-    assert plan == "gather"
+    itemsize = np.dtype(dtype).itemsize
+    float32 = dtype == "float32"
+    plan = st.torch_layout_plan("cpu", shape, ax, n, float32, 1, None, True, contiguous, itemsize)
+    assert plan == ("gather" if itemsize > 1 or n >= 32 else "as_is")
     calls = []
     real = torch.gather
 
@@ -492,7 +496,9 @@ def test_torch_gather_plan_on_columns_with_unit_dims(monkeypatch, shape, axis, d
     np.testing.assert_array_equal(got.numpy(), want)
     np.testing.assert_array_equal(into.numpy(), want)
     np.testing.assert_array_equal(index.numpy(), idx)
-    if contiguous:  # the view of the columns behind their outer rows, forward and out=
+    if plan != "gather":
+        assert not calls
+    elif contiguous:  # the view of the columns behind their outer rows, forward and out=
         assert calls == [((pre, size), 1)] * 2
     else:  # the data as given (the forward, whose out= may copy its result)
         assert calls[0] == (tuple(shape), ax)
@@ -540,6 +546,11 @@ def test_torch_take_plan_branches(shape, n, index_ndim, negative, int64, contigu
      ("cpu", (2, 2, 9, 1), 2, 2**15 - 1, True, "blocks"),
      ("cpu", (17, 9, 1), 1, 7711, True, "gather"), ("cpu", (17, 9, 1), 1, 7710, True, "as_is"),
      ("cpu", (17, 1, 9), 2, 241, True, "gather"),  # no dim-1 loop: float32 as any dtype
+     ("cpu", (512, 9), 1, 8, False, "gather"), ("cpu", (512, 9), 1, 7, False, "columns"),
+     ("cpu", (511, 9), 1, 8, False, "columns"), ("cpu", (2**14, 9), 1, 8, True, "gather"),
+     ("cpu", (2**14, 9), 1, 7, True, "as_is"), ("cpu", (2**14 - 1, 9), 1, 8, True, "as_is"),
+     ("cpu", (128, 4, 9), 2, 8, False, "gather"), ("cpu", (128, 4, 9), 2, 7, False, "as_is"),
+     ("cpu", (128, 4, 9), 2, 8, True, "gather"),  # no dim-1 loop: float32 as any dtype
      ("cpu", (64, 9, 1, 1), 1, 1, False, "columns"), ("cpu", (64, 9), 1, 63, False, "columns"),
      ("cpu", (64, 9), 1, 64, False, "gather"), ("cpu", (64, 9), 1, 31, True, "as_is"),
      ("cpu", (63, 9), 1, 31, False, "as_is"), ("cpu", (64, 9, 2), 1, 31, False, "as_is"),
@@ -569,6 +580,18 @@ def test_torch_layout_plan_branches(device, shape, axis, n, float32, want):
         return
     assert st.torch_layout_plan(device, shape, axis, n, float32, k) == want
     assert st.torch_layout_plan(device, shape, axis, n, float32, k, False) == want
+
+
+@pytest.mark.parametrize(
+    ("itemsize", "n", "want"),
+    [(1, 31, "columns"), (1, 32, "gather"), (2, 7, "columns"), (2, 8, "gather"),
+     (8, 8, "gather")],
+)  # fmt: skip
+def test_torch_gather_plan_fewest_indices_by_itemsize(itemsize, n, want):
+    """``gather`` for columns from 8 indices of elements of two bytes or more, from 32 of one
+    byte (whose strided copy per index costs less)."""
+    plan = st.torch_layout_plan("cpu", (600, 9), 1, n, False, 1, False, True, True, itemsize)
+    assert plan == want
 
 
 @pytest.mark.parametrize(
