@@ -365,19 +365,20 @@ def torch_out_plan(contiguous_out: bool, forward: str, axis: int, n_index: int, 
 
     - ``into``: the forward's kernel writes into a contiguous ``out`` viewed with the index
       as one dimension.
-    - ``index_select``: ``index_select(out=)`` on non-contiguous data as given, on dim 0,
-      where the forward reads it by advanced indexing: ATen's dim-0 loop reads such data
-      where it lies and writes ``out`` directly, where the forward's result would be copied
-      in; for rows of more than one element at up to ``TORCH_OUT_IN_PLACE_MAX_INDICES``
-      (its strided copy per index costs more than advanced indexing's loop on many)
-      (docs/performance_details.md).
+    - ``index_select``: ``index_select(out=)`` on non-contiguous data as given, where the
+      forward reads it by advanced indexing, which has no ``out=``: ATen's loops on dim 0
+      and on dims 2 and later read such data where it lies and write ``out`` directly,
+      where the forward's result would be copied in (on dim 1 ATen copies the whole data
+      first); on dim 0 for rows of more than one element at up to
+      ``TORCH_OUT_IN_PLACE_MAX_INDICES`` (its strided copy per index costs more than
+      advanced indexing's loop on many) (docs/performance_details.md).
     - ``copy``: the forward's result copied into ``out``.
     """
     if not contiguous_out:
         return "copy"
     if forward != "indexing":
         return "into"
-    if axis == 0 and (post == 1 or n_index <= TORCH_OUT_IN_PLACE_MAX_INDICES):
+    if axis >= 2 or (axis == 0 and (post == 1 or n_index <= TORCH_OUT_IN_PLACE_MAX_INDICES)):
         return "index_select"
     return "copy"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -185,6 +186,39 @@ def test_torch_out_from_non_contiguous_data_follows_the_forward_plan(
     np.testing.assert_array_equal(out.numpy(), want)
     into = [c is not None and c.data_ptr() == out.data_ptr() for c in calls]
     assert into == ([True] if written else [False] * len(calls))
+
+
+@pytest.mark.parametrize(
+    ("shape", "view", "axis", "indices"),
+    [((4, 5, 40), "stepped", 2, [0, -1, 3, 2, 5, 1, 4]),
+     ((4, 5, 40), "stepped", -1, [[1, -2, 5], [0, 3, -1]]),
+     ((3, 4, 10, 6), "stepped", 2, [1, -1, 4]), ((6, 5, 4, 3), "permuted", 2, [[0, -5], [2, 4]]),
+     ((6, 5, 4, 3), "permuted", -1, [5, -6, 0, 1, -2])],
+)  # fmt: skip
+def test_torch_out_from_non_contiguous_data_on_later_dims(monkeypatch, shape, view, axis, indices):
+    """Non-contiguous data whose forward reads it by advanced indexing, gathered on dim 2 or
+    later into a contiguous ``out``: ``index_select`` writes into ``out`` itself, reading the
+    data where it lies (no copy of the data, no result copied in); np.take's values."""
+    torch = need("torch")
+    full = torch.arange(float(math.prod(shape))).reshape(shape)
+    data = full[..., ::2] if view == "stepped" else full.permute(3, 2, 1, 0)
+    assert not data.is_contiguous()
+    idx = torch.tensor(indices)
+    want = _oracle(data.numpy(), idx.numpy(), axis)
+    assert want.size < data.numel()  # (the forward reads the data where it lies)
+    out = torch.zeros(want.shape)
+    calls = _outs_of(monkeypatch, torch, "index_select")
+    copies = []
+    real_contiguous = torch.Tensor.contiguous
+    monkeypatch.setattr(
+        torch.Tensor,
+        "contiguous",
+        lambda t, *a, **k: copies.append(t) or real_contiguous(t, *a, **k),
+    )
+    assert gatherx.gather(data, idx, axis=axis, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), want)
+    assert [c is not None and c.data_ptr() == out.data_ptr() for c in calls] == [True]
+    assert not [t for t in copies if t.data_ptr() == data.data_ptr()]
 
 
 @pytest.mark.parametrize("columns", [60, 200])  # the forward copies the data; reads it as given

@@ -599,7 +599,9 @@ def test_torch_gather_plan_fewest_indices_by_itemsize(itemsize, n, want):
     [(True, "as_is", 0, 9, 4, "into"), (True, "gather", 2, 9, 1, "into"),
      (False, "as_is", 0, 9, 4, "copy"), (True, "indexing", 0, 256, 4, "index_select"),
      (True, "indexing", 0, 257, 4, "copy"), (True, "indexing", 0, 10**6, 1, "index_select"),
-     (True, "indexing", 1, 9, 1, "copy"), (False, "indexing", 0, 9, 4, "copy")],
+     (True, "indexing", 1, 9, 1, "copy"), (False, "indexing", 0, 9, 4, "copy"),
+     (True, "indexing", 2, 9, 1, "index_select"), (True, "indexing", 3, 10**6, 4, "index_select"),
+     (False, "indexing", 2, 9, 1, "copy")],
 )  # fmt: skip
 def test_torch_out_plan_branches(contiguous_out, forward, axis, n, post, want):
     assert st.torch_out_plan(contiguous_out, forward, axis, n, post) == want
