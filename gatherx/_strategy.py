@@ -326,11 +326,12 @@ def torch_forward_plan(
     ``out_elements``, gathered on dim ``axis`` at ``n_index`` indices.
 
     - ``index_select``: ``torch.index_select`` on the data as given: contiguous data; on the
-      CPU, non-contiguous data gathered as columns (no element after ``axis``) on dim 2 or
-      later at up to ``TORCH_STRIDED_SELECT_MAX_INDICES`` indices into an output smaller
-      than the data. There ATen copies each index's strided slice where it lies (on dim 1
-      it copies the whole data first), where advanced indexing computes every element's
-      offset: 2-8x faster at 2-4 indices, 0.9-1.9x at one, 0.4-4.9x at 8
+      CPU, non-contiguous data gathered on dim 2 or later into an output smaller than the
+      data, in slices of more than one element, or as columns (no element after ``axis``)
+      at up to ``TORCH_STRIDED_SELECT_MAX_INDICES`` indices. There ATen copies each index's
+      strided slice where it lies (on dim 1 it copies the whole data first), where advanced
+      indexing computes every element's offset: on columns 2-8x faster at 2-4 indices,
+      0.9-1.9x at one, 0.4-4.9x at 8; on slices 0.56-1.02x the whole call
       (docs/performance_details.md).
     - ``indexing``: ``data[..., index, ...]``, which reads other non-contiguous data where it
       lies: an output smaller than the data costs what the output costs, where
@@ -345,9 +346,8 @@ def torch_forward_plan(
         return "contiguous"
     if (
         axis >= 2
-        and n_index <= TORCH_STRIDED_SELECT_MAX_INDICES
         and device_type == "cpu"
-        and math.prod(shape[axis + 1 :]) == 1
+        and (n_index <= TORCH_STRIDED_SELECT_MAX_INDICES or math.prod(shape[axis + 1 :]) > 1)
     ):
         return "index_select"
     return "indexing"

@@ -675,11 +675,14 @@ def test_torch_forward_plan_branches(contiguous, data, out, want):
     ("shape", "axis", "n_index", "device", "want"),
     [((2, 5, 100), 2, 4, "cpu", "index_select"), ((2, 5, 1, 10, 1, 1), 3, 0, "cpu", "index_select"),
      ((2, 5, 100), 2, 5, "cpu", "indexing"), ((5, 200), 1, 4, "cpu", "indexing"),
-     ((2, 5, 50, 2), 2, 4, "cpu", "indexing"), ((2, 5, 100), 2, 4, "other", "indexing")],
+     ((2, 5, 50, 2), 2, 4, "cpu", "index_select"), ((2, 5, 50, 2), 2, 500, "cpu", "index_select"),
+     ((2, 50, 10), 1, 4, "cpu", "indexing"), ((2, 5, 50, 2), 2, 4, "other", "indexing"),
+     ((2, 5, 100), 2, 4, "other", "indexing")],
 )  # fmt: skip
 def test_torch_forward_plan_strided_columns(shape, axis, n_index, device, want):
-    """Non-contiguous columns on dim 2 or later, at up to 4 indices, into an output smaller
-    than the data: index_select as given (on dim 1 ATen copies the whole data first)."""
+    """Non-contiguous data gathered on dim 2 or later into an output smaller than the data,
+    in slices of more than one element or as columns at up to 4 indices: index_select as
+    given (on dim 1 ATen copies the whole data first)."""
     assert st.torch_forward_plan(False, 1000, 999, shape, axis, n_index, device) == want
     assert st.torch_forward_plan(False, 1000, 1000, shape, axis, n_index, device) == "contiguous"
 
@@ -687,10 +690,12 @@ def test_torch_forward_plan_strided_columns(shape, axis, n_index, device, want):
 @pytest.mark.parametrize(
     ("shape", "axis", "indices"),
     [((30, 50, 40), 2, [39, -40]), ((2, 3, 20, 70, 30), -1, [[-1, 2], [29, 0]]),
-     ((40, 20, 9, 25), 3, [-3]), ((60, 40, 33), 2, [1, -2, 3, -4])],
+     ((40, 20, 9, 25), 3, [-3]), ((60, 40, 33), 2, [1, -2, 3, -4]),
+     ((30, 50, 40, 6), 2, [39, -40, 5, 7, 1, -3]), ((8, 6, 300, 30), -2, [[1, -2, 9], [7, 0, 7]])],
 )  # fmt: skip
 def test_torch_strided_columns_match_numpy(shape, axis, indices):
-    """The columns of non-contiguous data (every other element of each row), read by
+    """The columns (at up to 4 indices) and slices of more than one element (at any count)
+    of non-contiguous data (every other element of each row) on dim 2 or later, read by
     index_select where they lie (outputs past advanced indexing's few elements): np.take's
     values, np.add.at's gradient and the same values through ``out=``."""
     torch = need("torch")
