@@ -310,7 +310,7 @@ def numpy_grad_plan(
 
 #: The most indices at which non-contiguous CPU data gathered as columns on dim 2 or later is
 #: read by ``index_select`` as given (see ``torch_forward_plan``).
-TORCH_STRIDED_SELECT_MAX_INDICES = 4
+TORCH_STRIDED_SELECT_MAX_INDICES = 8
 
 
 def torch_forward_plan(
@@ -331,7 +331,8 @@ def torch_forward_plan(
       at up to ``TORCH_STRIDED_SELECT_MAX_INDICES`` indices. There ATen copies each index's
       strided slice where it lies (on dim 1 it copies the whole data first), where advanced
       indexing computes every element's offset: on columns 2-8x faster at 2-4 indices,
-      0.9-1.9x at one, 0.4-4.9x at 8; on slices 0.56-1.02x the whole call
+      0.9-1.9x at one, 0.4-4.9x at 8 (median 1.8), 0.3-4.0x at 16 (median 1.1); on slices
+      0.56-1.02x the whole call
       (docs/performance_details.md).
     - ``indexing``: ``data[..., index, ...]``, which reads other non-contiguous data where it
       lies: an output smaller than the data costs what the output costs, where

@@ -227,7 +227,7 @@ TORCH_MODES = {
     "grad_columns": COLUMNS_OOB,
     "few_columns": EAGER_OOB.replace("axis 0", "axis 1"),
     "grad_few_columns": EAGER_OOB.replace("axis 0", "axis 1"),
-    # non-contiguous columns on dim 2 at 4 indices: index_select where they lie
+    # non-contiguous columns on dim 2 at 4 indices (up to 8): index_select where they lie
     "strided_columns": STRIDED_OOB,
     "grad_strided_columns": STRIDED_OOB,
 }

@@ -674,14 +674,15 @@ def test_torch_forward_plan_branches(contiguous, data, out, want):
 @pytest.mark.parametrize(
     ("shape", "axis", "n_index", "device", "want"),
     [((2, 5, 100), 2, 4, "cpu", "index_select"), ((2, 5, 1, 10, 1, 1), 3, 0, "cpu", "index_select"),
-     ((2, 5, 100), 2, 5, "cpu", "indexing"), ((5, 200), 1, 4, "cpu", "indexing"),
+     ((2, 5, 100), 2, 8, "cpu", "index_select"), ((2, 5, 100), 2, 9, "cpu", "indexing"),
+     ((5, 200), 1, 4, "cpu", "indexing"),
      ((2, 5, 50, 2), 2, 4, "cpu", "index_select"), ((2, 5, 50, 2), 2, 500, "cpu", "index_select"),
      ((2, 50, 10), 1, 4, "cpu", "indexing"), ((2, 5, 50, 2), 2, 4, "other", "indexing"),
      ((2, 5, 100), 2, 4, "other", "indexing")],
 )  # fmt: skip
 def test_torch_forward_plan_strided_columns(shape, axis, n_index, device, want):
     """Non-contiguous data gathered on dim 2 or later into an output smaller than the data,
-    in slices of more than one element or as columns at up to 4 indices: index_select as
+    in slices of more than one element or as columns at up to 8 indices: index_select as
     given (on dim 1 ATen copies the whole data first)."""
     assert st.torch_forward_plan(False, 1000, 999, shape, axis, n_index, device) == want
     assert st.torch_forward_plan(False, 1000, 1000, shape, axis, n_index, device) == "contiguous"
@@ -694,7 +695,7 @@ def test_torch_forward_plan_strided_columns(shape, axis, n_index, device, want):
      ((30, 50, 40, 6), 2, [39, -40, 5, 7, 1, -3]), ((8, 6, 300, 30), -2, [[1, -2, 9], [7, 0, 7]])],
 )  # fmt: skip
 def test_torch_strided_columns_match_numpy(shape, axis, indices):
-    """The columns (at up to 4 indices) and slices of more than one element (at any count)
+    """The columns (at up to 8 indices) and slices of more than one element (at any count)
     of non-contiguous data (every other element of each row) on dim 2 or later, read by
     index_select where they lie (outputs past advanced indexing's few elements): np.take's
     values, np.add.at's gradient and the same values through ``out=``."""

@@ -127,8 +127,8 @@ def plan_of(
     # a copy, and data that index_select reads where it lies, are planned as contiguous data
     copied = forward == "contiguous"
     plan = layout(source, axis, n_index, index_ndim, negative, int64, forward != "indexing")
-    if forward == "index_select":  # (the views need contiguous data)
-        return ("indexing" if plan == "indexing" else "as_is"), False
+    if forward == "index_select":  # (the views need contiguous data; gather reads it as given)
+        return (plan if plan in ("indexing", "gather") else "as_is"), False
     if plan == "indexing" or not (copied or plan == "gather"):
         return "indexing", False
     return plan, copied
