@@ -399,6 +399,9 @@ TORCH_GATHER_FLOAT32_MIN_ELEMENTS = 1 << 17
 #: Columns of dim 1 behind at least this many outer rows, not float32, that ``gather`` does
 #: not take: ``columns``.
 TORCH_COLUMNS_MIN_ROWS = 64
+#: The fewest indices and output elements of ``broadcast``.
+TORCH_BROADCAST_MIN_INDICES = 4
+TORCH_BROADCAST_MIN_ELEMENTS = 1 << 14
 #: The most output elements of ``indexing``, at an index of two or more dimensions; at a
 #: 1-D index holding a negative value (read on the host).
 TORCH_INDEXING_MAX_ELEMENTS = 8192
@@ -469,11 +472,26 @@ def torch_layout_plan(
       None), holds a negative value; where it holds none, ``index_select`` on the data as
       given (the plan for ``negative`` False there; the caller reads the extremes first).
 
+    - ``broadcast``: the one slice of an axis of length 1 (which every valid index reads)
+      expanded over the index, a view, copied into a new tensor: one copy in place of a
+      strided copy per index; the index is checked, never wrapped. On ``contiguous`` data
+      (an expanded copy of strided half-precision or one-byte elements moves them one at a
+      time: up to 4x slower), at ``TORCH_BROADCAST_MIN_INDICES`` or more into
+      ``TORCH_BROADCAST_MIN_ELEMENTS`` or more (below, its four calls cost more than the
+      copies they save).
+
     Measured on the CPU only: other devices take the data as given. (Cheap tests first: most
     calls are small, and this runs in each.)
     """
     if device_type != "cpu":
         return "as_is"
+    if (
+        shape[axis] == 1
+        and contiguous
+        and n_index >= TORCH_BROADCAST_MIN_INDICES
+        and math.prod(shape) * n_index >= TORCH_BROADCAST_MIN_ELEMENTS
+    ):
+        return "broadcast"
     if len(shape) == 1 and int64 and contiguous and n_index:
         if index_ndim >= 2 and n_index <= TORCH_INDEXING_MAX_ELEMENTS:
             return "take"

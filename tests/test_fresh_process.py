@@ -24,6 +24,9 @@ VIEWED = {True: np.ascontiguousarray(DATA.T).reshape(3, 1, 4), False: np.tile(DA
 FLAT_TILES = {"flat_many": 250, "flat_long": 10000, "flat_strided": 10000}
 # every other column of (3, 1000, 16): columns on dim 2 that index_select reads where they lie
 STRIDED = np.arange(48000.0).reshape(3, 1000, 16)
+# an axis of length 1, its slice repeated; IDS made 0 or -1 (BAD keeps its 9)
+ONE = np.arange(24000.0).reshape(3, 1, 8000)
+ONE_IDS = lambda ids: np.where(ids == 9, 9, np.where(ids < 0, -1, 0))
 
 if framework == "numpy":
     import gatherx
@@ -55,6 +58,13 @@ else:
             leaf = d.clone().requires_grad_()
             call(leaf, ids).sum().backward()
             return leaf.grad
+        if mode.endswith("broadcast"):
+            d, ids = torch.from_numpy(ONE.copy()), torch.from_numpy(ONE_IDS(ids))
+            if not mode.startswith("grad"):
+                return gatherx.gather(d, ids, axis=1)
+            d.requires_grad_()
+            gatherx.gather(d, ids, axis=1).sum().backward()
+            return d.grad
         if mode.endswith("strided_columns"):
             d = torch.from_numpy(STRIDED.copy())[..., ::2]  # not contiguous, a leaf
             if not mode.startswith("grad"):
@@ -131,6 +141,14 @@ def _run(framework: str, mode: str, order: list[str]) -> list:
 
 
 def _expected(mode: str) -> np.ndarray:
+    if mode.endswith("broadcast"):
+        data = np.arange(24000.0).reshape(3, 1, 8000)
+        ids = np.where(IDS < 0, -1, 0)
+        if not mode.startswith("grad"):
+            return np.take(data, ids, axis=1)
+        want = np.zeros_like(data)
+        np.add.at(want, (slice(None), ids), 1.0)
+        return want
     if mode.endswith("strided_columns"):
         data = np.arange(48000.0).reshape(3, 1000, 16)[..., ::2]
         if not mode.startswith("grad"):
@@ -230,6 +248,11 @@ TORCH_MODES = {
     # non-contiguous columns on dim 2 at 4 indices (up to 8): index_select where they lie
     "strided_columns": STRIDED_OOB,
     "grad_strided_columns": STRIDED_OOB,
+    # an axis of length 1: its one slice repeated, the index checked and never wrapped
+    "broadcast": EAGER_OOB.replace("[-4,3] for axis 0 of size 4", "[-1,0] for axis 1 of size 1"),
+    "grad_broadcast": EAGER_OOB.replace(
+        "[-4,3] for axis 0 of size 4", "[-1,0] for axis 1 of size 1"
+    ),
 }
 
 
@@ -251,6 +274,7 @@ def test_torch_first_call(mode):
         "columns",
         "few_columns",
         "strided_columns",
+        "broadcast",
         "tiled",
         "flat",
     ],

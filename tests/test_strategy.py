@@ -546,6 +546,8 @@ def test_torch_take_plan_branches(shape, n, index_ndim, negative, int64, contigu
      ("cpu", (2, 2, 9, 1), 2, 2**15 - 1, True, "blocks"),
      ("cpu", (17, 9, 1), 1, 7711, True, "gather"), ("cpu", (17, 9, 1), 1, 7710, True, "as_is"),
      ("cpu", (17, 1, 9), 2, 241, True, "gather"),  # no dim-1 loop: float32 as any dtype
+     ("cpu", (4096, 1), 1, 4, False, "broadcast"), ("cpu", (4096, 1), 1, 3, False, "columns"),
+     ("cpu", (4095, 1), 1, 4, False, "columns"), ("cuda", (4096, 1), 1, 4, False, "as_is"),
      ("cpu", (512, 9), 1, 8, False, "gather"), ("cpu", (512, 9), 1, 7, False, "columns"),
      ("cpu", (511, 9), 1, 8, False, "columns"), ("cpu", (2**14, 9), 1, 8, True, "gather"),
      ("cpu", (2**14, 9), 1, 7, True, "as_is"), ("cpu", (2**14 - 1, 9), 1, 8, True, "as_is"),
@@ -719,6 +721,57 @@ def test_torch_strided_columns_match_numpy(shape, axis, indices):
     (g,) = torch.autograd.grad(gatherx.gather(leaf, torch.from_numpy(idx), axis=axis), leaf,
                                torch.from_numpy(seed))  # fmt: skip
     np.testing.assert_array_equal(g.numpy(), add_at(shape, idx, seed, ax))
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis", "indices"),
+    [((300, 1, 60), 1, [0, -1, 0, 0]), ((400, 30, 1), -1, [[0, -1, -1], [0, 0, -1]]),
+     ((1, 5000), 0, [[-1, 0], [0, -1], [0, 0]]), ((1,), 0, np.zeros((20, 900), np.int64) - 1)],
+)  # fmt: skip
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "uint8"])
+def test_torch_broadcast_plan_matches_numpy(monkeypatch, shape, axis, indices, dtype):
+    """An axis of length 1 at 4 indices or more into 16384 output elements or more: its one
+    slice repeated by one copy, no index_select and no wrapped index; np.take's values
+    (forward, ``out=`` contiguous or not), np.add.at's gradient, IndexError past the range;
+    non-contiguous data is never broadcast as given (on the copy an output past its size
+    makes, it is)."""
+    torch = need("torch")
+    from gatherx._backends.torch import kernels
+
+    idx = np.asarray(indices)
+    ax = axis % len(shape)
+    host = (np.arange(math.prod(shape)) % 97).astype(dtype).reshape(shape)
+    data = torch.from_numpy(host)
+    index = torch.from_numpy(idx)
+    assert kernels.plan_of(data, ax, idx.size, idx.ndim, None) == ("broadcast", False)
+    want = np.take(host, idx, axis=axis)
+    selects = []
+    real = torch.index_select
+    monkeypatch.setattr(torch, "index_select", lambda *a, **k: selects.append(a) or real(*a, **k))
+    np.testing.assert_array_equal(gatherx.gather(data, index, axis=axis).numpy(), want)
+    assert not selects
+    out = torch.zeros(want.shape, dtype=data.dtype)
+    assert gatherx.gather(data, index, axis=axis, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), want)
+    strided_out = torch.zeros((*want.shape[:-1], 2 * want.shape[-1]), dtype=data.dtype)[..., ::2]
+    assert gatherx.gather(data, index, axis=axis, out=strided_out) is strided_out
+    np.testing.assert_array_equal(strided_out.numpy(), want)
+    np.testing.assert_array_equal(index.numpy(), idx)  # never written
+    if dtype in ("float32", "float16"):
+        leaf = data.clone().requires_grad_(True)
+        seed = np.ones(want.shape, dtype)
+        (g,) = torch.autograd.grad(gatherx.gather(leaf, index, axis=axis), leaf,
+                                   torch.from_numpy(seed))  # fmt: skip
+        sums = add_at(shape, idx, seed.astype(np.float64), ax)  # (summed in float32: exact)
+        np.testing.assert_array_equal(g.numpy(), sums.astype(dtype))
+    bad = idx.copy()
+    bad.flat[-1] = 1
+    with pytest.raises(IndexError, match=r"idx=1 .* \[-1,0\]"):
+        gatherx.gather(data, torch.from_numpy(bad), axis=axis)
+    strided = torch.from_numpy(np.repeat(host, 2, axis=-1))[..., ::2]
+    if not strided.is_contiguous():  # ((1,) with a stride of 2 is: one element)
+        assert kernels.plan_of(strided, ax, idx.size, idx.ndim, None) != ("broadcast", False)
+    np.testing.assert_array_equal(gatherx.gather(strided, index, axis=axis).numpy(), want)
 
 
 def test_torch_eager_plans_are_the_rules_plans(monkeypatch):

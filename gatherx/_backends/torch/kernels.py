@@ -29,7 +29,7 @@ GATHER_TWIN = {torch.float16: torch.int16, torch.bfloat16: torch.int16}
 _FLOAT32 = torch.float32
 _INT64 = torch.int64
 #: The plans that read the index as given, negative positions included: no wrap.
-AS_GIVEN = frozenset({"indexing", "take", "take_negative"})
+AS_GIVEN = frozenset({"indexing", "take", "take_negative", "broadcast"})
 _VIEWS = frozenset({"blocks", "columns", "gather"})  # those that read the data through a view
 _HALF = frozenset(getattr(torch, name) for name in _rules.HALF_DTYPES)
 _INDEX_NAMES = {torch.int32: "int32", torch.int64: "int64"}
@@ -125,8 +125,11 @@ def plan_of(
     kind = "cpu" if source.is_cpu else "other"
     forward = torch_forward_plan(False, source.numel(), n_out, shape, axis, n_index, kind)
     # a copy, and data that index_select reads where it lies, are planned as contiguous data
+    # (but for the broadcast: a copy only)
     copied = forward == "contiguous"
     plan = layout(source, axis, n_index, index_ndim, negative, int64, forward != "indexing")
+    if plan == "broadcast" and not copied:
+        plan = layout(source, axis, n_index, index_ndim, negative, int64, False)
     if forward == "index_select":  # (the views need contiguous data; gather reads it as given)
         return (plan if plan in ("indexing", "gather") else "as_is"), False
     if plan == "indexing" or not (copied or plan == "gather"):
@@ -203,13 +206,17 @@ def take_given(
     """``data`` gathered along ``axis`` at a checked ``index`` of rank >= 1 as given by a
     :data:`AS_GIVEN` ``plan`` of :func:`plan_of`: advanced indexing, or on 1-D data
     ``torch.take`` (``take_negative``: where the index holds a ``negative`` value, else
-    ``index_select``, which needs no wrap then), on a contiguous copy where ``plan`` says;
-    ``torch.take`` writes into ``into`` of the output's shape if given."""
+    ``index_select``, which needs no wrap then), on a contiguous copy where ``plan`` says, or
+    the one slice of an axis of length 1 repeated (:func:`broadcast`, which reads no index
+    value); ``torch.take`` writes into ``into`` of the output's shape if given."""
     source = signed_view(data)
     kernel, copy = plan
     if copy:
         source = source.contiguous()
-    if kernel == "indexing":
+    if kernel == "broadcast":
+        out = broadcast(source, axis, index.numel())
+        out = out.view(_rules.output_shape(data.shape, index.shape, axis))
+    elif kernel == "indexing":
         out = _indexed(source, axis, index)
     elif negative or kernel == "take":  # of the index's shape: the output's on 1-D data
         out = torch.take(source, index, out=None if into is None else signed_view(into))
@@ -218,6 +225,17 @@ def take_given(
         if index.ndim != 1:
             out = out.view(index.shape)
     return bits_as(out, data.dtype)
+
+
+def broadcast(
+    source: torch.Tensor, axis: int, n: int, out: torch.Tensor | None = None
+) -> torch.Tensor:
+    """The one slice of ``source``'s ``axis`` of length 1 repeated ``n`` times along it: its
+    expanded view copied into a new contiguous tensor, or into ``out`` of that shape."""
+    shape = list(source.shape)
+    shape[axis] = n
+    into = source.new_empty(shape) if out is None else out
+    return into.copy_(source.expand(shape))
 
 
 def _indexed(source: torch.Tensor, axis: int, index: torch.Tensor) -> torch.Tensor:
@@ -268,6 +286,8 @@ def select(
     ``gather``); written into ``out`` of that shape if given."""
     if plan == "as_is":
         return torch.index_select(source, axis, flat, out=out)
+    if plan == "broadcast":  # (reads no index value: any of the index's length will do)
+        return broadcast(source, axis, flat.shape[0], out)
     if plan == "gather" and source.dtype in GATHER_TWIN:
         into = None if out is None else signed_view(out, GATHER_TWIN)
         moved = select(signed_view(source, GATHER_TWIN), axis, flat, plan, into)

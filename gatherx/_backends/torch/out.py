@@ -18,6 +18,8 @@ from .modes import compiling, functorch_active, tracing
 Tensor = torch.Tensor
 _INT64 = torch.int64
 _forward_ad = torch.autograd.forward_ad
+#: The plans of ``out=`` that need the index checked, not made non-negative.
+_CHECKED_ONLY = frozenset({"take_negative", "broadcast"})
 
 
 def gather_out(
@@ -55,15 +57,17 @@ def gather_out(
             else:  # planned with the index as one dimension, before it is read
                 int64 = indices.dtype is _INT64
                 plan = kernels.eager_plan(data, ax, indices.numel(), 1, None, int64)
-                if plan[0] != "take_negative":  # (advanced indexing has no out=)
+                if plan[0] not in _CHECKED_ONLY:  # (advanced indexing has no out=)
                     flat = eager_bounded(indices, shape[ax], opset, flat=True)
                     if flat is not None:  # else the flow reports the first bad index
                         WRITER.write(data, flat, ax, out, plan)
                         return out
-                else:  # 1-D data: torch.take reads negative positions itself, no wrap
+                else:  # torch.take reads negative positions itself, the broadcast none: no wrap
                     low = eager_low(indices, shape[ax], opset)
                     if low is not None:  # else the flow reports the first bad index
-                        if low < 0:
+                        if plan[0] == "broadcast":
+                            WRITER.write(data, indices.reshape(-1), ax, out, plan)
+                        elif low < 0:  # 1-D data
                             kernels.take_given(data, indices, ax, plan, True, out)
                         else:  # none negative: the plan for that sign
                             WRITER.write(data, indices.reshape(-1), ax, out)
