@@ -474,11 +474,10 @@ def torch_layout_plan(
 
     - ``broadcast``: the one slice of an axis of length 1 (which every valid index reads)
       expanded over the index, a view, copied into a new tensor: one copy in place of a
-      strided copy per index; the index is checked, never wrapped. On ``contiguous`` data
-      (an expanded copy of strided half-precision or one-byte elements moves them one at a
-      time: up to 4x slower), at ``TORCH_BROADCAST_MIN_INDICES`` or more into
-      ``TORCH_BROADCAST_MIN_ELEMENTS`` or more (below, its four calls cost more than the
-      copies they save).
+      strided copy per index; the index is checked, never wrapped. At
+      ``TORCH_BROADCAST_MIN_INDICES`` or more into ``TORCH_BROADCAST_MIN_ELEMENTS`` or more
+      (below, its four calls cost more than the copies they save); non-contiguous data is
+      copied first (an output at least the data's size: see ``torch_forward_plan``).
 
     Measured on the CPU only: other devices take the data as given. (Cheap tests first: most
     calls are small, and this runs in each.)
@@ -487,7 +486,6 @@ def torch_layout_plan(
         return "as_is"
     if (
         shape[axis] == 1
-        and contiguous
         and n_index >= TORCH_BROADCAST_MIN_INDICES
         and math.prod(shape) * n_index >= TORCH_BROADCAST_MIN_ELEMENTS
     ):

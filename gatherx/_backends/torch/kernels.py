@@ -125,11 +125,9 @@ def plan_of(
     kind = "cpu" if source.is_cpu else "other"
     forward = torch_forward_plan(False, source.numel(), n_out, shape, axis, n_index, kind)
     # a copy, and data that index_select reads where it lies, are planned as contiguous data
-    # (but for the broadcast: a copy only)
+    # (an axis of length 1 gives an output of at least the data's size: a copy, broadcast)
     copied = forward == "contiguous"
     plan = layout(source, axis, n_index, index_ndim, negative, int64, forward != "indexing")
-    if plan == "broadcast" and not copied:
-        plan = layout(source, axis, n_index, index_ndim, negative, int64, False)
     if forward == "index_select":  # (the views need contiguous data; gather reads it as given)
         return (plan if plan in ("indexing", "gather") else "as_is"), False
     if plan == "indexing" or not (copied or plan == "gather"):
