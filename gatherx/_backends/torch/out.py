@@ -18,8 +18,9 @@ from .modes import compiling, functorch_active, tracing
 Tensor = torch.Tensor
 _INT64 = torch.int64
 _forward_ad = torch.autograd.forward_ad
-#: The plans of ``out=`` that need the index checked, not made non-negative.
-_CHECKED_ONLY = frozenset({"take_negative", "broadcast"})
+#: The plans of ``out=`` that need the index checked, not made non-negative: those that read
+#: it as given, but advanced indexing, which has no ``out=``.
+_CHECKED_ONLY = kernels.AS_GIVEN - {"indexing"}
 
 
 def gather_out(
@@ -57,12 +58,12 @@ def gather_out(
             else:  # planned with the index as one dimension, before it is read
                 int64 = indices.dtype is _INT64
                 plan = kernels.eager_plan(data, ax, indices.numel(), 1, None, int64)
-                if plan[0] not in _CHECKED_ONLY:  # (advanced indexing has no out=)
+                if plan[0] not in _CHECKED_ONLY:
                     flat = eager_bounded(indices, shape[ax], opset, flat=True)
                     if flat is not None:  # else the flow reports the first bad index
                         WRITER.write(data, flat, ax, out, plan)
                         return out
-                else:  # torch.take reads negative positions itself, the broadcast none: no wrap
+                else:  # torch.take reads negative positions itself, the broadcast none
                     low = eager_low(indices, shape[ax], opset)
                     if low is not None:  # else the flow reports the first bad index
                         if plan[0] == "broadcast":
