@@ -215,7 +215,7 @@ HOST_EXTREMES_FIRST = 1 << 16
 _SAMPLE = 32
 
 
-def _none_negative_in_sample(values: np.ndarray) -> bool:
+def none_negative_in_sample(values: np.ndarray) -> bool:
     """Whether ``_SAMPLE`` values spread over ``values`` (any layout) are all non-negative."""
     return int(values.flat[:: values.size // _SAMPLE].min()) >= 0
 
@@ -260,7 +260,7 @@ def host_wrapped(values: np.ndarray, size: int, opset: int) -> np.ndarray | None
         return np.array(wrapped_list, np.int64 if wide else values.dtype).reshape(values.shape)
     lo, hi = index_range(size, opset)
     many = values.size >= HOST_EXTREMES_FIRST
-    if lo and many and _none_negative_in_sample(values) and int(values.min()) >= 0:
+    if lo and many and none_negative_in_sample(values) and int(values.min()) >= 0:
         return values if int(values.max()) <= hi else None
     given = values
     if size > _SIGNED_MAX[values.itemsize]:  # the sum must wrap in the index's own width

@@ -463,9 +463,11 @@ def torch_layout_plan(
       positions up as it reads them, where ``index_select`` needs a wrapped copy of the
       index: a new array, page faults and two passes over it), at fewer than
       ``ATEN_GRAIN_SIZE`` values or into at most ``TORCH_TAKE_MAX_BYTES`` of data at any
-      count (0.3-0.97x the wrap and ``index_select`` at 4 10^4-5 10^6 values). At more
-      values into a larger table ``take``'s reads, scattered over memory, cost about what
-      the wrap saves (1-8 MiB at 4 10^4-2.5 10^5 values: 0.86-1.24x, median 1.02); on
+      count (0.3-0.97x the wrap and ``index_select`` at 4 10^4-5 10^6 values), and at an
+      index of ``TORCH_TAKE_MEMORY_BYTES`` or more into at most as many (whole calls
+      0.45-0.86x, median 0.63, at 1.2-6.9 10^6 values into 0.6-8 MiB). Between them
+      ``take``'s reads, scattered over memory, cost about what the wrap saves (1-8 MiB at
+      4 10^4-2.5 10^5 values: 0.86-1.24x, median 1.02); on
       strided data ``take`` computes each element's offset, and on other flat data the view
       of its result cost more than it saved.
     - ``take_negative``: ``take`` where the index, whose sign is not read yet (``negative``
@@ -493,8 +495,11 @@ def torch_layout_plan(
     if len(shape) == 1 and int64 and contiguous and n_index:
         if index_ndim >= 2 and n_index <= TORCH_INDEXING_MAX_ELEMENTS:
             return "take"
+        table = shape[0] * itemsize
         if negative is not False and (
-            n_index < ATEN_GRAIN_SIZE or shape[0] * itemsize <= TORCH_TAKE_MAX_BYTES
+            n_index < ATEN_GRAIN_SIZE
+            or table <= TORCH_TAKE_MAX_BYTES
+            or table <= TORCH_TAKE_MEMORY_BYTES <= n_index * 8
         ):
             return "take" if negative else "take_negative"
     if index_ndim >= 2 or negative:
@@ -527,6 +532,9 @@ ATEN_GRAIN_SIZE = 32768
 #: The most bytes of 1-D data that ``take`` reads at any count of indices (see
 #: ``torch_layout_plan``; docs/performance_details.md).
 TORCH_TAKE_MAX_BYTES = 1 << 19
+#: An int64 index of at least this many bytes (its wrap a pass over memory into a new array,
+#: about what ``index_select`` itself takes) into 1-D data of at most as many: ``take``.
+TORCH_TAKE_MEMORY_BYTES = 1 << 23
 
 
 def torch_extremes_plan(n_index: int) -> str:
@@ -552,10 +560,19 @@ def torch_wrap_plan(n_index: int) -> str:
       us against 4.0-4.9 us by the host); from more than ``SMALL_HOST_INDEX`` values to
       ``TORCH_REMAINDER_MAX_INDICES``, past which its integer division costs more than the
       host's two passes (2048 values: 6.4 against 4.9 us).
+    - ``sampled``: more values; where a sample of them holds no negative one
+      (:func:`gatherx._rules.none_negative_in_sample`), ``torch.aminmax`` first, and the
+      index as given where none is negative: one ATen pass, split over torch's threads,
+      where NumPy's check reads two (its minimum and maximum) or, below
+      ``HOST_EXTREMES_FIRST``, wraps into a new array (non-negative int64, the check: 2000
+      values 7.3 -> 4.7 us, 6 10^4 36 -> 13 us, 4.7 10^6 1.46 -> 0.64 ms); else, and where
+      a negative value hid from the sample, ``host``.
     - ``host``: :func:`gatherx._rules.host_wrapped` on the index's memory: a few values as
       Python ints, more checked and wrapped in three passes without a branch or a division.
     """
-    return "remainder" if SMALL_HOST_INDEX < n_index <= TORCH_REMAINDER_MAX_INDICES else "host"
+    if n_index <= SMALL_HOST_INDEX:
+        return "host"
+    return "remainder" if n_index <= TORCH_REMAINDER_MAX_INDICES else "sampled"
 
 
 def torch_backward_plan(index_dtype: str, device_type: str) -> str:

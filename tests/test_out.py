@@ -418,6 +418,46 @@ def test_torch_eager_index_wrapped_by_its_plan(monkeypatch, count, remainders, i
 
 
 @pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+@pytest.mark.parametrize("count", [1025, 40000, 70000])
+@pytest.mark.parametrize("strided", [False, True])
+def test_torch_eager_index_read_by_its_extremes_first(monkeypatch, count, strided, index_dtype):
+    """From 1025 values, where a sample holds no negative value, ``aminmax`` reads the
+    extremes first: the index itself where none is negative (no NumPy pass, nothing
+    allocated), the host's wrap where one hid from the sample, None where a bad value did;
+    where the sample holds a negative value, the host's wrap alone. Against NumPy's rule."""
+    torch = need("torch")
+    from gatherx._backends.torch import domain
+
+    reads, wraps = [], []
+    aminmax, wrapped = torch.aminmax, domain._rules.host_wrapped
+    monkeypatch.setattr(torch, "aminmax", lambda t: reads.append(1) or aminmax(t))
+    monkeypatch.setattr(domain._rules, "host_wrapped", lambda *a: wraps.append(1) or wrapped(*a))
+    size = 3 * count
+    host = np.random.default_rng(count).integers(0, size, count, dtype=index_dtype)
+    hidden = 1  # position 1 is never sampled (every count // 32-th value is)
+    for value, at in [(None, 0), (-1, hidden), (-size, hidden), (-size - 1, hidden),
+                      (size, hidden), (-1, 0), (-size - 1, 0)]:  # fmt: skip
+        values = host.copy()
+        if value is not None:
+            values[at] = value
+        index = torch.from_numpy(np.stack([values, values], 1))[:, 0] if strided else (
+            torch.from_numpy(values.copy()))  # fmt: skip
+        reads.clear(), wraps.clear()
+        got = domain.eager_bounded(index, size, 13)
+        np.testing.assert_array_equal(index.numpy(), values)  # never written
+        sampled = value is None or at == hidden  # the sample holds no negative value
+        wrap = value is not None and (not sampled or -size <= value < 0)
+        assert (len(reads), len(wraps)) == (sampled, wrap), (value, at)
+        if value is None:
+            assert got is index
+        elif -size <= value < size:
+            wide = values.astype(np.int64)
+            np.testing.assert_array_equal(got.numpy(), np.where(wide < 0, wide + size, wide))
+        else:
+            assert got is None, (value, at)
+
+
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
 @pytest.mark.parametrize("count", [1, 16, 17, 32767, 32768])
 @pytest.mark.parametrize("strided", [False, True])
 def test_torch_cpu_extremes_by_each_read(count, strided, index_dtype):

@@ -285,6 +285,8 @@ TORCH_FORWARD = [
     # none negative, index_select at the index flattened
     ((50,), np.arange(-35000, 35000, 2) % 100 - 50, 0, 2),
     ((50,), (np.arange(9000) % 50).reshape(90, 100), 0, 1),
+    # an index of 8 MiB or more into at most as many: torch.take as well
+    ((2**19,), (np.arange(2**20) * 7919 % 2**20 - 2**19).reshape(2**10, 2**10), 0, 2),
 ]
 
 
@@ -516,6 +518,12 @@ def test_torch_gather_plan_on_columns_with_unit_dims(monkeypatch, shape, axis, n
      ((2**17 + 1,), 32767, 1, True, True, True, "take"),
      ((2**17 + 1,), 32768, 1, True, True, True, "as_is"),
      ((2**17 + 1,), 32768, 2, None, True, True, "as_is"),
+     ((2**21,), 2**20, 1, None, True, True, "take_negative"),
+     ((2**21,), 2**20 - 1, 1, None, True, True, "as_is"),
+     ((2**21 + 1,), 2**20, 1, None, True, True, "as_is"),
+     ((2**21,), 2**20, 2, True, True, True, "take"),
+     ((2**21,), 2**20, 1, False, True, True, "as_is"),
+     ((2**21,), 2**20, 1, None, False, True, "as_is"),
      ((9,), 0, 2, False, True, True, "indexing"), ((9,), 5, 1, True, False, True, "indexing"),
      ((9,), 5, 1, True, True, False, "indexing"), ((9,), 6, 2, False, False, True, "indexing"),
      ((1, 9), 5, 1, True, True, True, "indexing"), ((9, 1), 6, 2, False, True, True, "indexing")],
@@ -523,7 +531,8 @@ def test_torch_gather_plan_on_columns_with_unit_dims(monkeypatch, shape, axis, n
 def test_torch_take_plan_branches(shape, n, index_ndim, negative, int64, contiguous, want):
     """``take``: contiguous 1-D data at an int64 index of two or more dimensions into at most
     8192 elements, or holding a negative value (``take_negative``: its sign not read yet) at
-    fewer than 32768 values or into at most 512 KiB of data (float32 here: 2**17 elements);
+    fewer than 32768 values or into at most 512 KiB of data (float32 here: 2**17 elements),
+    or of 8 MiB or more (2**20 int64 values) into at most as many (2**21 float32 elements);
     advanced indexing or index_select otherwise."""
     args = (n, False, index_ndim, negative, int64, contiguous, 4)
     assert st.torch_layout_plan("cpu", shape, 0, *args) == want
@@ -611,7 +620,7 @@ def test_torch_out_plan_branches(contiguous_out, forward, axis, n, post, want):
 
 @pytest.mark.parametrize(
     ("n", "want"),
-    [(0, "host"), (16, "host"), (17, "remainder"), (1024, "remainder"), (1025, "host")],
+    [(0, "host"), (16, "host"), (17, "remainder"), (1024, "remainder"), (1025, "sampled")],
 )
 def test_torch_wrap_plan_branches(n, want):
     assert st.torch_wrap_plan(n) == want

@@ -109,13 +109,20 @@ def eager_bounded(
     if few_values(indices):
         read = eager_ints(indices, size, opset)
         return None if read is None else ints_index(read, indices, flat)
-    if size <= INDEX_MAX[indices.dtype] and torch_wrap_plan(indices.numel()) == "remainder":
+    plan = torch_wrap_plan(indices.numel())
+    if plan == "remainder" and size <= INDEX_MAX[indices.dtype]:
         low = eager_low(indices, size, opset)
         if low is None:
             return None
         index = indices if low >= 0 else torch.remainder(indices, size)  # exact on these
         return index.reshape(-1) if flat else index
     host = indices.numpy()
+    if plan == "sampled" and _rules.none_negative_in_sample(host):
+        low = eager_low(indices, size, opset)
+        if low is None:
+            return None
+        if low >= 0:  # else a negative value hid from the sample: wrapped below
+            return indices.reshape(-1) if flat else indices
     wrapped = _rules.host_wrapped(host, size, opset)
     if wrapped is None:
         return None
