@@ -83,3 +83,28 @@ def test_non_onnx_dtypes_are_rejected(lib):
     for data in cases:
         with pytest.raises(TypeError, match="not an ONNX Gather type"):
             gatherx.gather(data, [0])
+
+
+def test_dtype_names_of_any_object_and_a_bounded_store(monkeypatch):
+    """A dtype's name is read from its text where it is no NumPy dtype (the last dotted part,
+    NumPy's ``dtype('...')`` wrapper removed); an unhashable dtype is named but not stored,
+    and once the store holds 1024 names a new one is named but not added."""
+    from gatherx import _rules
+
+    class Unhashable:
+        __hash__ = None  # type: ignore[assignment]
+
+        def __str__(self) -> str:
+            return "somelib.float32"
+
+    assert _rules.dtype_name(Unhashable()) == "float32"
+    names = {(str, k): "x" for k in range(1024)}
+    monkeypatch.setattr(_rules, "_NAMES", names)
+    assert _rules.dtype_name("mylib.int64") == "int64"
+    assert _rules.dtype_name("dtype('uint8')") == "uint8"
+    assert len(names) == 1024
+    assert (str, "mylib.int64") not in names
+    store: dict = {}
+    monkeypatch.setattr(_rules, "_NAMES", store)
+    assert _rules.dtype_name("mylib.int64") == "int64"
+    assert store == {(str, "mylib.int64"): "int64"}
