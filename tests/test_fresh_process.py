@@ -82,6 +82,16 @@ else:
             leaf = d.clone().requires_grad_()
             gatherx.gather(leaf, ids, axis=axis).sum().backward()
             return leaf.grad
+        if mode.endswith("sampled"):  # 2000 values, none negative: checked by aminmax
+            ids = torch.from_numpy(np.tile(np.where(ids == 9, 9, ids % 4).ravel(), 500))
+            if not mode.startswith("grad"):
+                return call(data, ids)
+            leaf = data.clone().requires_grad_()
+            call(leaf, ids).sum().backward()
+            return leaf.grad
+        if mode == "flat_memory":  # 2**20 values into 1 MiB of 1-D data: torch.take
+            ids = torch.from_numpy(np.tile(ids.ravel() * 2**15, 2**18))
+            return call(torch.arange(2.0**17), ids)
         if mode.startswith("flat"):  # 1-D data: torch.take at the index as given
             ids = np.tile(ids.ravel(), FLAT_TILES.get(mode, 1))
             ids = ids if mode in FLAT_TILES else ids.reshape(2, 2)
@@ -165,6 +175,15 @@ def _expected(mode: str) -> np.ndarray:
         want = np.zeros_like(data)
         np.add.at(want, (slice(None),) * axis + (ids,), 1.0)
         return want
+    if mode.endswith("sampled"):
+        ids = np.tile(IDS.ravel() % 4, 500)
+        if not mode.startswith("grad"):
+            return np.take(DATA, ids, axis=0)
+        want = np.zeros_like(DATA)
+        np.add.at(want, ids, 1.0)
+        return want
+    if mode == "flat_memory":
+        return np.take(np.arange(2.0**17), np.tile(IDS.ravel() * 2**15, 2**18))
     if mode.startswith("flat"):
         tiles = {"flat_many": 250, "flat_long": 10000, "flat_strided": 10000}
         return np.take(np.arange(4.0), np.tile(IDS.ravel(), tiles[mode]) if mode in tiles else IDS)
@@ -238,6 +257,13 @@ TORCH_MODES = {
     "flat_many": ROWS_OOB,
     "flat_long": ROWS_OOB,
     "flat_strided": ROWS_OOB,
+    # 2000 values none of which is negative: their extremes read by aminmax, used as given
+    "sampled": ROWS_OOB,
+    "grad_sampled": ROWS_OOB,
+    # 2**20 values into 1 MiB of 1-D data: torch.take at the index as given
+    "flat_memory": ROWS_OOB.replace("idx=9", "idx=294912").replace(
+        "[-4,3] for axis 0 of size 4", "[-131072,131071] for axis 0 of size 131072"
+    ),
     # the layouts that pick ATen's faster loops: a view, torch.gather
     "blocks": BLOCKS_OOB,
     "columns": COLUMNS_OOB,
@@ -277,6 +303,8 @@ def test_torch_first_call(mode):
         "broadcast",
         "tiled",
         "flat",
+        "sampled",
+        "flat_memory",
     ],
 )
 def test_torch_first_call_is_a_bad_one(mode):

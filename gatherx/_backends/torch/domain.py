@@ -110,19 +110,15 @@ def eager_bounded(
         read = eager_ints(indices, size, opset)
         return None if read is None else ints_index(read, indices, flat)
     plan = torch_wrap_plan(indices.numel())
-    if plan == "remainder" and size <= INDEX_MAX[indices.dtype]:
-        low = eager_low(indices, size, opset)
+    remainder = plan == "remainder" and size <= INDEX_MAX[indices.dtype]
+    host = None if remainder else indices.numpy()
+    if host is None or (plan == "sampled" and _rules.none_negative_in_sample(host)):
+        low = eager_low(indices, size, opset)  # the extremes first
         if low is None:
             return None
-        index = indices if low >= 0 else torch.remainder(indices, size)  # exact on these
-        return index.reshape(-1) if flat else index
-    host = indices.numpy()
-    if plan == "sampled" and _rules.none_negative_in_sample(host):
-        low = eager_low(indices, size, opset)
-        if low is None:
-            return None
-        if low >= 0:  # else a negative value hid from the sample: wrapped below
-            return indices.reshape(-1) if flat else indices
+        if low >= 0 or host is None:  # (else a negative value hid from the sample)
+            index = indices if low >= 0 else torch.remainder(indices, size)  # exact on these
+            return index.reshape(-1) if flat else index
     wrapped = _rules.host_wrapped(host, size, opset)
     if wrapped is None:
         return None
