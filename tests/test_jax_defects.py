@@ -271,6 +271,45 @@ def test_empty_traced_indices(shape, ishape, axis, index_dtype, errors) -> None:
     assert_same(jax.jit(grad_fn)(jnp.asarray(idx), jnp.ones(gshape, FLOAT)), np.zeros(shape, FLOAT))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize(("shape", "ishape", "axis"), [((4, 3), (2, 2), 0), *EMPTY])
+def test_eager_calls_of_every_dtype_and_empty_indices_skip_the_flow(
+    monkeypatch, dtype, shape, ishape, axis
+) -> None:
+    """Eager calls on the CPU, bfloat16 from Gather-13 on and empty indices included, are
+    decided without the flow's general checks, with its results: np.take's values and
+    np.add.at's sums, zeros where the index is empty; bfloat16 before Gather-13 is the
+    flow's TypeError, a bad index its IndexError."""
+    from gatherx._backends import base
+
+    flows = []
+    for name in ("gather", "gather_grad"):
+        general = getattr(base.Backend, name)
+        monkeypatch.setattr(
+            base.Backend, name, lambda *a, _f=general, **k: flows.append(1) or _f(*a, **k)
+        )
+    size = shape[axis]
+    idx = np.arange(int(np.prod(ishape))).reshape(ishape) % max(size, 1) - size // 2
+    data = np.arange(np.prod(shape), dtype=np.float32).reshape(shape).astype(jnp.dtype(dtype))
+    want = np.take(data, idx, axis=axis)
+    got = gatherx.gather(jnp.asarray(data), jnp.asarray(idx, INT), axis=axis)
+    assert got.dtype == data.dtype
+    assert_same(got, want)
+    grad = np.ones(want.shape, data.dtype)
+    sums = np.zeros(shape, np.float32)
+    np.add.at(sums, (slice(None),) * axis + (idx,), 1.0)
+    got = gatherx.gather_grad(shape, jnp.asarray(idx, INT), jnp.asarray(grad), axis=axis)
+    assert got.dtype == data.dtype
+    assert_same(got, sums.astype(data.dtype))
+    assert flows == []
+    if dtype == "bfloat16":
+        with pytest.raises(TypeError, match="bfloat16 data needs opset >= 13"):
+            gatherx.gather(jnp.asarray(data), jnp.asarray(idx, INT), axis=axis, opset=12)
+    if idx.size:
+        with pytest.raises(IndexError, match=rf"idx={size} at position \(0, 0\)"):
+            gatherx.gather(jnp.asarray(data), jnp.asarray(idx, INT) * 0 + size, axis=axis)
+
+
 # -- NumPy data with JAX indices computes in JAX ---------------------------------------------
 
 

@@ -79,6 +79,64 @@ def test_torch_out_equals_numpy_take(name, index_dtype):
             out.zero_()
 
 
+@pytest.mark.parametrize(
+    ("shape", "ishape", "axis"), [((3, 4), (0,), 0), ((3, 4), (2, 0), 1), ((0, 4), (0,), 0)]
+)
+def test_numpy_out_of_an_empty_index_skips_the_flow(monkeypatch, shape, ishape, axis):
+    """An empty index writes nothing into its empty ``out``, which is returned without the
+    flow's general checks; a wrong shape or dtype is still the flow's error."""
+    from gatherx._backends import base
+
+    flows = []
+    general = base.Backend.gather_out
+    monkeypatch.setattr(
+        base.Backend, "gather_out", lambda *a, **k: flows.append(1) or general(*a, **k)
+    )
+    data = np.arange(float(np.prod(shape))).reshape(shape)
+    idx = np.zeros(ishape, np.int64)
+    want = np.take(data, idx, axis=axis)
+    out = np.empty_like(want)
+    assert gatherx.gather(data, idx, axis=axis, out=out) is out
+    assert flows == []
+    with pytest.raises(ValueError, match="out has shape"):
+        gatherx.gather(data, idx, axis=axis, out=np.empty((*want.shape, 1)))
+    with pytest.raises(TypeError, match="out has dtype"):
+        gatherx.gather(data, idx, axis=axis, out=want.astype(np.float32))
+    assert len(flows) == 2
+
+
+@pytest.mark.parametrize(
+    ("shape", "ishape", "axis"),
+    [((3, 4), (0,), 0), ((3, 4), (2, 0), 1), ((0, 4), (0,), 0), ((0, 4), (2,), 1)],
+)
+def test_torch_out_of_an_empty_result_skips_the_flow(monkeypatch, shape, ishape, axis):
+    """An empty result (an empty index, or empty slices) writes nothing into its empty
+    ``out``, which is returned without the flow's general checks once the index is checked;
+    a bad index, a wrong shape or dtype are still the flow's errors."""
+    torch = need("torch")
+    from gatherx._backends import base
+
+    flows = []
+    general = base.Backend.gather_out
+    monkeypatch.setattr(
+        base.Backend, "gather_out", lambda *a, **k: flows.append(1) or general(*a, **k)
+    )
+    data = torch.arange(float(np.prod(shape))).reshape(shape)
+    idx = torch.full(ishape, -1)
+    want = np.take(data.numpy(), idx.numpy(), axis=axis)
+    out = torch.empty(want.shape)
+    assert gatherx.gather(data, idx, axis=axis, out=out) is out
+    assert flows == []
+    with pytest.raises(ValueError, match="out has shape"):
+        gatherx.gather(data, idx, axis=axis, out=torch.empty((*want.shape, 1)))
+    with pytest.raises(TypeError, match="out has dtype"):
+        gatherx.gather(data, idx, axis=axis, out=out.double())
+    assert len(flows) == 2
+    if idx.numel():
+        with pytest.raises(IndexError, match=r"idx=4 at position \(0,\)"):
+            gatherx.gather(data, idx + 5, axis=axis, out=out)
+
+
 def test_numpy_out_layouts():
     """Strided data and out, another byte order: written where ``out`` lies."""
     rng = np.random.default_rng(2)

@@ -340,13 +340,17 @@ _HALF = frozenset(np.dtype(jnp.dtype(name)) for name in _rules.HALF_DTYPES)
 _zeros = jax.jit(jnp.zeros, static_argnames=("shape", "dtype"))
 
 
-#: The eager path's data and index dtypes.
-_FAST_DATA_DTYPES = frozenset(
-    np.dtype(jnp.dtype(name))
-    for name in _rules.data_dtypes(_rules.NEGATIVE_INDICES_SINCE) - {"string"}
+def _fast_dtypes(names: frozenset[str]) -> frozenset[np.dtype]:
+    return frozenset(np.dtype(jnp.dtype(name)) for name in names - {"string"})
+
+
+#: The eager path's data dtypes, of Gather-11 (index 0) and of Gather-13 (1, bfloat16 too).
+_FAST_DATA_DTYPES = (
+    _fast_dtypes(_rules.data_dtypes(_rules.NEGATIVE_INDICES_SINCE)),
+    _fast_dtypes(_rules.data_dtypes(_rules.BFLOAT16_SINCE)),
 )
 _FAST_INDEX_DTYPES = frozenset(np.dtype(name) for name in _rules.INDEX_DTYPES)
-_FAST_GRAD_DTYPES = frozenset(np.dtype(jnp.dtype(name)) for name in _rules.GRAD_DTYPES)
+_FAST_GRAD_DTYPES = (_fast_dtypes(_rules.GRAD_DTYPES),) * 2  # (one opset: the latest's)
 _GRAD = _rules.GRAD_OPSET
 #: The gather mode of host-checked indices.
 _CHECKED_MODE = jax_gather_mode(indices_checked=True)
@@ -355,25 +359,28 @@ _CPU_ONLY = all(device.platform == "cpu" for device in jax.devices())
 
 
 def _eager_host(
-    x: Any, indices: Any, axis: Any, opset: Any, rank: int, dtypes: frozenset[np.dtype]
+    x: Any,
+    indices: Any,
+    axis: Any,
+    opset: Any,
+    rank: int,
+    dtypes: tuple[frozenset[np.dtype], frozenset[np.dtype]],
 ) -> np.ndarray | None:
     """The index of an eager call where every device is the CPU, read where it lies, if
     every check of the flow but the index's values (and ``gather_grad``'s grad shape) passes
     in few steps (a small call is mostly Python): concrete arrays, ``x`` (data or grad) of
-    ``dtypes`` and rank ``rank``, a plain axis and opset, a non-empty index; else None, and
-    the flow decides and reports."""
+    ``dtypes`` (those before Gather-13, and from it on) and rank ``rank``, a plain axis and
+    opset; else None, and the flow decides and reports."""
     if (
         type(x) is _CONCRETE
         and type(indices) is _CONCRETE
         and _CPU_ONLY
         and not _policy.FORCING
         and _rules.plain_call(axis, opset, rank)
-        and x.dtype in dtypes
+        and x.dtype in dtypes[opset >= _rules.BFLOAT16_SINCE]
         and indices.dtype in _FAST_INDEX_DTYPES
     ):
-        host = np.asarray(indices)
-        if host.size:
-            return host
+        return np.asarray(indices)
     return None
 
 
@@ -421,6 +428,8 @@ class JaxBackend(Backend):
             host = _eager_host(data, indices, axis, opset, len(shape), _FAST_DATA_DTYPES)
             if host is not None:
                 axis %= len(shape)
+                if not host.size:  # nothing to check or read
+                    return _zeros(_rules.output_shape(shape, host.shape, axis), data.dtype)
                 if not _rules.out_of_range(*_rules.host_extremes(host), shape[axis], opset):
                     return _gather(data, indices, axis=axis, bounds=None, mode=_CHECKED_MODE)
         return super().gather(data, indices, axis, opset)
@@ -433,10 +442,11 @@ class JaxBackend(Backend):
             host = _eager_host(grad, indices, axis, _GRAD, len(shape), _FAST_GRAD_DTYPES)
             if host is not None:
                 axis %= len(shape)
-                if grad.shape == _rules.output_shape(shape, host.shape, axis) and not (
-                    _rules.out_of_range(*_rules.host_extremes(host), shape[axis], _GRAD)
-                ):
-                    return _gather_grad(shape, indices, grad, axis=axis, bounds=None)
+                if grad.shape == _rules.output_shape(shape, host.shape, axis):
+                    if not host.size:  # nothing to check or add
+                        return _zeros(shape, grad.dtype)
+                    if not _rules.out_of_range(*_rules.host_extremes(host), shape[axis], _GRAD):
+                        return _gather_grad(shape, indices, grad, axis=axis, bounds=None)
         return super().gather_grad(shape, indices, grad, axis, sparse)
 
     def size(self, index: Any) -> int:

@@ -153,7 +153,6 @@ class NumpyBackend(Backend):
             and _rules.plain_call(axis, opset, data.ndim)
             and _fast_data(data.dtype, opset)
             and out.dtype == data.dtype
-            and host.size
             and out.flags.writeable
         ):
             ax = axis % data.ndim
@@ -162,7 +161,8 @@ class NumpyBackend(Backend):
                 out.shape == (*shape[:ax], *host.shape, *shape[ax + 1 :])
                 and not np.may_share_memory(out, data)
                 and not np.may_share_memory(out, host)
-                and _OUT.take_checked(data, host, ax, out, opset)
+                # (an empty index: nothing to check or write)
+                and (not host.size or _OUT.take_checked(data, host, ax, out, opset))
             ):
                 return out
         return super().gather_out(data, indices, axis, opset, out, writer)

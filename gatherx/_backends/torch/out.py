@@ -40,7 +40,6 @@ def gather_out(
         and out.layout is STRIDED
         and not out.is_nested
         and not (data.requires_grad or out.requires_grad)
-        and out.numel()  # (then the index is not empty either)
     ):
         ax = axis % data.ndim
         shape = data.shape
@@ -50,7 +49,10 @@ def gather_out(
             and not _rules.overlapping(where, WRITER.span(data))
             and not _rules.overlapping(where, WRITER.span(indices))
         ):
-            if not indices.ndim:  # one slice: select_copy reads a negative position itself
+            if not out.numel():  # nothing to write (an empty index, or empty slices)
+                if not indices.numel() or eager_low(indices, shape[ax], opset) is not None:
+                    return out
+            elif not indices.ndim:  # one slice: select_copy reads a negative position itself
                 at = eager_position(indices, shape[ax], opset)
                 if at is not None:  # else the flow reports the bad index
                     kernels.take_at(data, at, ax, out)
