@@ -502,6 +502,8 @@ import gatherx
 
 first = sys.argv[1]
 d = jnp.asarray(np.arange(12.0).reshape(4, 3))
+if first == "eager_bfloat16":  # Gather-13's dtype, in the eager few-step path too
+    d = d.astype(jnp.bfloat16)
 i = jnp.asarray(-1 if first == "jit_scalar" else [3, -1, 0, 2])  # a scalar: one slice
 
 def f(d, i):
@@ -529,6 +531,8 @@ elif first == "vmap":
     out = jax.vmap(f, in_axes=(None, 0))(d, i[:, None])[:, 0]
 elif first == "gather_grad":
     out = vjp(i)
+elif first.startswith("eager"):
+    out = f(d, i)
 else:
     out = jax.grad(loss)(d)
 first_oob = oob()
@@ -548,7 +552,9 @@ print(json.dumps({
 """
 
 
-@pytest.mark.parametrize("first", ["jit", "jit_scalar", "vmap", "grad", "gather_grad"])
+@pytest.mark.parametrize(
+    "first", ["eager", "eager_bfloat16", "jit", "jit_scalar", "vmap", "grad", "gather_grad"]
+)
 def test_first_call_in_a_fresh_process(first) -> None:
     proc = run_python(textwrap.dedent(_FRESH), first, warm=("jax",))
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -564,7 +570,8 @@ def test_first_call_in_a_fresh_process(first) -> None:
     for later in result["later"]:
         assert later == result["first"]
     assert len(set(result["dtypes"])) == 1
-    assert result["dtypes"][0] == ("float64" if X64 else "float32")
+    want = "bfloat16" if first == "eager_bfloat16" else "float64" if X64 else "float32"
+    assert result["dtypes"][0] == want
     assert result["first_oob"] is not None
     assert "idx=4" in result["first_oob"]
     assert result["later_oob"] == result["first_oob"]
