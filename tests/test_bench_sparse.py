@@ -202,6 +202,9 @@ def test_sparse_plot_is_log_log_with_labels_and_a_legend():
     assert labels == [LABELS[FORWARD_BACKWARD][role] for role in ROLES]
     assert [t.get_text() for t in ax.texts] == ["1x", "10x", "100x"]  # dense / sparse
     assert "high load" in fig.get_suptitle()
+    calm = sparse_figure(points, Load(cpus=2, samples=[0.3, 0.9])).get_suptitle()
+    assert "high load" not in calm
+    assert "load 0.3 at the start" in calm
 
 
 # ------------------------------------------------------------------------------ the goals

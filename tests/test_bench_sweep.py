@@ -513,3 +513,14 @@ def test_sweep_times_bfloat16_data_or_says_what_it_needs(tmp_path, capsys, monke
         assert not {d for d, _ in timed} & {"bfloat16"}
         assert f"ml_dtypes is not installed: {len(drawn)} bfloat16 cases left out" in err
         assert "(bfloat16 needs ml_dtypes) data" in out
+
+
+def test_times_read_in_the_unit_of_their_size():
+    """The report's times: microseconds below a millisecond, milliseconds above, and a dash
+    for a formulation that was not timed."""
+    from gatherx.bench.report import fmt_time
+
+    assert [fmt_time(t) for t in (4.04e-6, 9.9949e-4, 1e-3, 0.0123456)] == [
+        "4.0 us", "999.5 us", "1.00 ms", "12.35 ms"
+    ]  # fmt: skip
+    assert fmt_time(math.nan) == "-"

@@ -279,7 +279,7 @@ def test_eager_calls_of_every_dtype_and_empty_indices_skip_the_flow(
     """Eager calls on the CPU, bfloat16 from Gather-13 on and empty indices included, are
     decided without the flow's general checks, with its results: np.take's values and
     np.add.at's sums, zeros where the index is empty; bfloat16 before Gather-13 is the
-    flow's TypeError, a bad index its IndexError."""
+    flow's TypeError, a bad index its IndexError, a gradient of another shape its ValueError."""
     from gatherx._backends import base
 
     flows = []
@@ -302,6 +302,9 @@ def test_eager_calls_of_every_dtype_and_empty_indices_skip_the_flow(
     assert got.dtype == data.dtype
     assert_same(got, sums.astype(data.dtype))
     assert flows == []
+    wrong = jnp.ones((*want.shape, 2), data.dtype)  # the flow's error for a grad's shape
+    with pytest.raises(ValueError, match=r"gather_grad: grad has shape"):
+        gatherx.gather_grad(shape, jnp.asarray(idx, INT), wrong, axis=axis)
     if dtype == "bfloat16":
         with pytest.raises(TypeError, match="bfloat16 data needs opset >= 13"):
             gatherx.gather(jnp.asarray(data), jnp.asarray(idx, INT), axis=axis, opset=12)
