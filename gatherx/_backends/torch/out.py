@@ -50,7 +50,7 @@ def gather_out(
             and not _rules.overlapping(where, WRITER.span(indices))
         ):
             if not out.numel():  # nothing to write (an empty index, or empty slices)
-                if not indices.numel() or eager_low(indices, shape[ax], opset) is not None:
+                if eager_low(indices, shape[ax], opset) is not None:  # (0 if empty)
                     return out
             elif not indices.ndim:  # one slice: select_copy reads a negative position itself
                 at = eager_position(indices, shape[ax], opset)
