@@ -94,6 +94,29 @@ def half_grad_plan(
     return "distinct" if beyond else "float32"
 
 
+#: ATen runs its sorted row-sum kernel for ``index_add_`` on dim 0 of a contiguous 2-D CPU
+#: table at an int64 index (x86 builds: FBGEMM's radix sort) on rows of at least this many
+#: elements: ATen's own condition, not a tuned one. That kernel sums half precision in a
+#: float32 buffer of one row per thread and rounds once.
+TORCH_ROW_SUMS_MIN_ROW = 16
+
+
+def torch_half_grad_plan(
+    table_elements: int, n_index: int, repeated: bool, pre: int, post: int, row_sums: bool
+) -> str:
+    """:func:`half_grad_plan` for PyTorch, the table seen as (``pre``, size, ``post``):
+    ``row_sums`` in place of ``distinct`` where nothing comes before the axis, rows hold at
+    least ``TORCH_ROW_SUMS_MIN_ROW`` elements and ``row_sums`` says this PyTorch's
+    ``index_add_`` sums such rows in float32 and rounds once: ATen's kernel alone, without
+    the sort and the float32 sums of ``distinct`` (0.42-0.88x on the sweep's such cases,
+    docs/performance_details.md). Where ``float32`` applies the kernel gains on some shapes
+    and loses up to 2x on others (many indices into short rows): not taken there."""
+    plan = half_grad_plan("torch", table_elements, n_index, repeated)
+    if plan == "distinct" and row_sums and pre == 1 and post >= TORCH_ROW_SUMS_MIN_ROW:
+        return "row_sums"
+    return plan
+
+
 def jax_half_grad_plan(
     data_elements: int, n_index: int, scalar: bool, post: int, grad_elements: int
 ) -> str:

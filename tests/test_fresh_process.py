@@ -27,6 +27,8 @@ STRIDED = np.arange(48000.0).reshape(3, 1000, 16)
 # an axis of length 1, its slice repeated; IDS made 0 or -1 (BAD keeps its 9)
 ONE = np.arange(24000.0).reshape(3, 1, 8000)
 ONE_IDS = lambda ids: np.where(ids == 9, 9, np.where(ids < 0, -1, 0))
+# (4, 48000) bfloat16: a table large beside 4 indices, summed by rows of 48000
+HALF_ROWS = 16000
 
 if framework == "numpy":
     import gatherx
@@ -110,6 +112,10 @@ else:
             leaf = data.clone().requires_grad_()
             call(leaf, ids).sum().backward()
             return leaf.grad
+        if mode == "grad_half_table":  # bfloat16 rows of a large table: ATen's row sums
+            leaf = torch.from_numpy(np.repeat(DATA, HALF_ROWS, axis=1)).bfloat16()
+            call(leaf.requires_grad_(), ids).sum().backward()
+            return leaf.grad.float()
         if mode == "compile":
             f = compiled.setdefault(mode, torch.compile(call, fullgraph=True))
             return f(data, ids)
@@ -195,6 +201,8 @@ def _expected(mode: str) -> np.ndarray:
         ids = np.tile(IDS.ravel(), 250)
     if mode == "scalar":
         ids = ids[0, 1]
+    if mode == "grad_half_table":
+        data = np.repeat(DATA, 16000, axis=1)
     if mode.startswith("grad"):
         want = np.zeros_like(data)
         np.add.at(want, ids, 1.0)
@@ -238,6 +246,7 @@ TORCH_MODES = {
     "eager": EAGER_OOB,
     "scalar": EAGER_OOB.replace("(0, 1)", "()"),
     "grad_eager": EAGER_OOB,
+    "grad_half_table": EAGER_OOB,
     "compile": GRAPH_OOB,
     "layer": GRAPH_OOB,
     "export": GRAPH_OOB,

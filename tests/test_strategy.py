@@ -657,6 +657,19 @@ def test_half_grad_slice_branches(grad_elements, n_index, pre, post, want):
 
 
 @pytest.mark.parametrize(
+    ("table", "n_index", "repeated", "pre", "post", "row_sums", "want"),
+    [(10**6, 40, True, 1, 16, True, "row_sums"), (10**6, 40, True, 1, 15, True, "distinct"),
+     (10**6, 40, True, 2, 16, True, "distinct"), (10**6, 40, True, 1, 16, False, "distinct"),
+     (10**6, 40, False, 1, 16, True, "as_given"), (10**5, 40, True, 1, 16, True, "float32"),
+     (151553, 40, True, 1, 4096, True, "row_sums"), (151552, 40, True, 1, 4096, True, "float32")],
+)  # fmt: skip
+def test_torch_half_grad_plan_branches(table, n_index, repeated, pre, post, row_sums, want):
+    """ATen's row sums replace the distinct sums where nothing precedes the axis, rows hold 16
+    elements or more and this PyTorch sums them in float32; nowhere else."""
+    assert st.torch_half_grad_plan(table, n_index, repeated, pre, post, row_sums) == want
+
+
+@pytest.mark.parametrize(
     ("data", "n_index", "scalar", "post", "grad", "want"),
     [(10**6, 1, True, 4, 4, "float32"), (10**6, 1, True, 1, 1, "as_given"),
      (10**6, 1, False, 1, 1, "as_given"), (2049, 4, False, 1, 4, "pairs"),

@@ -215,6 +215,76 @@ def test_half_gather_grad_converted_a_slice_at_a_time(
     assert steps[0] < math.prod(index_shape)  # sliced, not whole
 
 
+def _row_sums_case(dtype: torch.dtype) -> tuple[np.ndarray, torch.Tensor, np.ndarray]:
+    """Indices into (110000, 16) rows, 2000 of 3000 on row 7 with gradient rows of ones (whose
+    sum is 2048 when each step rounds to float16, 256 to bfloat16; 2000 summed once), the
+    rest random; and the float64 sums."""
+    rng = np.random.default_rng(3000)
+    ids = rng.integers(-110_000, 110_000, 3000)
+    ids[:2000] = 7
+    grad = torch.from_numpy(rng.integers(-8, 8, (3000, 16)) / 10).to(dtype)
+    grad[:2000] = 1
+    want = np.zeros((110_000, 16))
+    np.add.at(want, ids % 110_000, grad.double().numpy())
+    return ids, grad, want
+
+
+def _spy(fn, name, ran):
+    def spy(*args):
+        ran.append(name)
+        return fn(*args)
+
+    return spy
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("rows_in_float32", [True, False])
+def test_half_gather_grad_by_row_sums_rounds_once(monkeypatch, dtype, rows_in_float32):
+    """Where ATen's row-sum kernel sums half-precision rows in float32 (this PyTorch's, as
+    tried), a large table with nothing before the axis takes it; where it would not, the
+    distinct sums: both the float64 sums rounded once, 2000 ones on one row included."""
+    from gatherx import _strategy
+    from gatherx._backends.torch import kernels
+
+    ids, grad, want = _row_sums_case(dtype)
+    real = kernels.rows_summed_in_float32()
+    monkeypatch.setattr(kernels, "rows_summed_in_float32", lambda: rows_in_float32 and real)
+    ran: list[str] = []
+    for name in ("_row_sums", "_half_scatter_add"):
+        monkeypatch.setattr(kernels, name, _spy(getattr(kernels, name), name, ran))
+    assert _strategy.half_grad_plan("torch", 110_000 * 16, 3000) == "distinct"
+    got = gatherx.gather_grad((110_000, 16), torch.from_numpy(ids), grad)
+    torch.testing.assert_close(got, torch.from_numpy(want).to(dtype), rtol=0, atol=0)
+    assert float(got[7, 0]) == 2000.0  # 2048 (float16) or 256 (bfloat16) if each step rounded
+    assert ran == ["_row_sums" if rows_in_float32 and real else "_half_scatter_add"]
+
+
+def test_row_sums_are_tried_before_they_are_taken(monkeypatch):
+    """The kernel is taken only where PyTorch has it (x86 builds with FBGEMM and OpenMP) and
+    it sums half precision in float32: an ``index_add_`` that rounds every step is refused."""
+    from gatherx._backends.torch import kernels
+
+    probe = kernels.rows_summed_in_float32.__wrapped__
+    assert probe() is kernels.rows_summed_in_float32()  # the cached answer is the probe's
+    original = torch.Tensor.index_add_
+
+    def rounding_each_step(self, dim, index, source):
+        for i, slot in enumerate(index.tolist()):  # one half-precision addition at a time
+            self.select(dim, slot).add_(source.select(dim, i))
+        return self
+
+    with monkeypatch.context() as m:
+        m.setattr(torch.Tensor, "index_add_", rounding_each_step)
+        assert probe() is False
+    assert torch.Tensor.index_add_ is original
+    with monkeypatch.context() as m:
+        m.setattr(torch.backends.openmp, "is_available", lambda: False)
+        assert probe() is False
+    with monkeypatch.context() as m:
+        m.setattr(type(torch.backends.quantized), "supported_engines", property(lambda _: []))
+        assert probe() is False
+
+
 class _Lookup(torch.nn.Module):
     def forward(self, table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
         return gatherx.gather(table, ids) * 2

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 
 from ... import _policy, _rules
 from ..._strategy import (
+    TORCH_ROW_SUMS_MIN_ROW,
     half_grad_plan,
     half_grad_slice,
     torch_backward_plan,
     torch_forward_plan,
+    torch_half_grad_plan,
     torch_layout_plan,
     torch_one_each_plan,
 )
@@ -339,11 +342,16 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
         # and the plan depend on the values; no read on an accelerator, which would sync)
         eager = plain_eager()
         n = flat.shape[0]
-        repeated = not (eager and flat.is_cpu) or _rules.may_repeat(n, flat.tolist)
-        plan = half_grad_plan("torch", math.prod(shape), n, repeated)
+        host = eager and flat.is_cpu
+        repeated = not host or _rules.may_repeat(n, flat.tolist)
+        pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
+        rows = host and rows_summed_in_float32()
+        plan = torch_half_grad_plan(math.prod(shape), n, repeated, pre, post, rows)
         if plan == "as_given":
             return _one_each(source, flat, axis, size)
         if eager:
+            if plan == "row_sums":
+                return _row_sums(source, flat, axis, size)
             if plan == "distinct":
                 return _half_scatter_add(source, flat, axis, size)
             return _float32_sums(source, flat, axis, size).to(dtype)  # rounded once
@@ -371,6 +379,37 @@ def scatter_at(grad: torch.Tensor, at: int, axis: int, size: int) -> torch.Tenso
     out = grad.new_zeros(shape)
     out.select(axis, at).copy_(grad)
     return out
+
+
+@functools.cache
+def rows_summed_in_float32() -> bool:
+    """Whether this PyTorch's CPU ``index_add_`` runs ATen's sorted row-sum kernel (x86
+    builds: FBGEMM's radix sort, OpenMP) and sums float16 and bfloat16 rows there in float32,
+    rounded once: tried once, on 2050 ones added to one row (2048 when each step rounds to
+    float16, 256 to bfloat16), as :func:`_row_sums` calls it."""
+    if "fbgemm" not in torch.backends.quantized.supported_engines:
+        return False
+    if not torch.backends.openmp.is_available():
+        return False
+    n, row = 2050, TORCH_ROW_SUMS_MIN_ROW
+    index = torch.zeros(n, dtype=_INT64, device="cpu")
+    for dtype in _HALF:
+        ones = torch.ones(n, row, dtype=dtype, device="cpu")
+        got = torch.zeros(1, row, dtype=dtype, device="cpu").index_add_(0, index, ones)
+        if not bool((got == torch.tensor(float(n)).to(dtype)).all()):
+            return False
+    return True
+
+
+def _row_sums(source: torch.Tensor, flat: torch.Tensor, axis: int, size: int) -> torch.Tensor:
+    """The float16/bfloat16 scatter-add of ``source`` (nothing before ``axis``) by ATen's
+    sorted row-sum kernel (:func:`rows_summed_in_float32`) at the int64 ``flat``: each row's
+    slices summed in float32 and rounded once, into half-precision zeros."""
+    n = flat.shape[0]
+    rows = source.reshape(n, -1).contiguous()  # the kernel reads contiguous rows only
+    shape = list(source.shape)
+    shape[axis] = size
+    return rows.new_zeros(size, rows.shape[1]).index_add_(0, flat, rows).view(shape)
 
 
 def _half_scatter_add(
