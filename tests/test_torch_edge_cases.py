@@ -266,6 +266,8 @@ def test_row_sums_are_tried_before_they_are_taken(monkeypatch):
 
     probe = kernels.rows_summed_in_float32.__wrapped__
     assert probe() is kernels.rows_summed_in_float32()  # the cached answer is the probe's
+    with torch.device("meta"):  # a default device of the caller's changes nothing
+        assert probe() is kernels.rows_summed_in_float32()
     original = torch.Tensor.index_add_
 
     def rounding_each_step(self, dim, index, source):

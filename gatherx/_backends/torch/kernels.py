@@ -396,7 +396,7 @@ def rows_summed_in_float32() -> bool:
     for dtype in _HALF:
         ones = torch.ones(n, row, dtype=dtype, device="cpu")
         got = torch.zeros(1, row, dtype=dtype, device="cpu").index_add_(0, index, ones)
-        if not bool((got == torch.tensor(float(n)).to(dtype)).all()):
+        if not torch.equal(got, torch.full((1, row), float(n), dtype=dtype, device="cpu")):
             return False
     return True
 
