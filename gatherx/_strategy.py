@@ -102,19 +102,19 @@ TORCH_ROW_SUMS_MIN_ROW = 16
 
 
 def torch_half_grad_plan(
-    table_elements: int, n_index: int, repeated: bool, pre: int, post: int, row_sums: bool
+    shape: list[int], axis: int, n_index: int, repeated: bool, row_sums: bool
 ) -> str:
-    """:func:`half_grad_plan` for PyTorch, the table seen as (``pre``, size, ``post``):
+    """:func:`half_grad_plan` for PyTorch, into a table of ``shape`` along ``axis``:
     ``row_sums`` in place of ``distinct`` where nothing comes before the axis, rows hold at
     least ``TORCH_ROW_SUMS_MIN_ROW`` elements and ``row_sums`` says this PyTorch's
     ``index_add_`` sums such rows in float32 and rounds once: ATen's kernel alone, without
     the sort and the float32 sums of ``distinct`` (0.42-0.88x on the sweep's such cases,
     docs/performance_details.md). Where ``float32`` applies the kernel gains on some shapes
     and loses up to 2x on others (many indices into short rows): not taken there."""
-    plan = half_grad_plan("torch", table_elements, n_index, repeated)
-    if plan == "distinct" and row_sums and pre == 1 and post >= TORCH_ROW_SUMS_MIN_ROW:
-        return "row_sums"
-    return plan
+    plan = half_grad_plan("torch", math.prod(shape), n_index, repeated)
+    if plan != "distinct" or not row_sums or math.prod(shape[:axis]) != 1:
+        return plan
+    return "row_sums" if math.prod(shape[axis + 1 :]) >= TORCH_ROW_SUMS_MIN_ROW else plan
 
 
 def jax_half_grad_plan(

@@ -657,16 +657,18 @@ def test_half_grad_slice_branches(grad_elements, n_index, pre, post, want):
 
 
 @pytest.mark.parametrize(
-    ("table", "n_index", "repeated", "pre", "post", "row_sums", "want"),
-    [(10**6, 40, True, 1, 16, True, "row_sums"), (10**6, 40, True, 1, 15, True, "distinct"),
-     (10**6, 40, True, 2, 16, True, "distinct"), (10**6, 40, True, 1, 16, False, "distinct"),
-     (10**6, 40, False, 1, 16, True, "as_given"), (10**5, 40, True, 1, 16, True, "float32"),
-     (151553, 40, True, 1, 4096, True, "row_sums"), (151552, 40, True, 1, 4096, True, "float32")],
+    ("shape", "axis", "n_index", "repeated", "row_sums", "want"),
+    [([62500, 16], 0, 40, True, True, "row_sums"), ([62500, 15], 0, 40, True, True, "distinct"),
+     ([2, 31250, 16], 1, 40, True, True, "distinct"), ([1, 62500, 16], 1, 40, True, True,
+     "row_sums"), ([62500, 16], 0, 40, True, False, "distinct"),
+     ([62500, 16], 0, 40, False, True, "as_given"), ([6250, 16], 0, 40, True, True, "float32"),
+     ([38, 4096], 0, 40, True, True, "row_sums"), ([37, 4096], 0, 40, True, True, "float32"),
+     ([10**6], 0, 40, True, True, "distinct")],
 )  # fmt: skip
-def test_torch_half_grad_plan_branches(table, n_index, repeated, pre, post, row_sums, want):
+def test_torch_half_grad_plan_branches(shape, axis, n_index, repeated, row_sums, want):
     """ATen's row sums replace the distinct sums where nothing precedes the axis, rows hold 16
     elements or more and this PyTorch sums them in float32; nowhere else."""
-    assert st.torch_half_grad_plan(table, n_index, repeated, pre, post, row_sums) == want
+    assert st.torch_half_grad_plan(shape, axis, n_index, repeated, row_sums) == want
 
 
 @pytest.mark.parametrize(

@@ -344,9 +344,8 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
         n = flat.shape[0]
         host = eager and flat.is_cpu
         repeated = not host or _rules.may_repeat(n, flat.tolist)
-        pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
         rows = host and rows_summed_in_float32()
-        plan = torch_half_grad_plan(math.prod(shape), n, repeated, pre, post, rows)
+        plan = torch_half_grad_plan(shape, axis, n, repeated, rows)
         if plan == "as_given":
             return _one_each(source, flat, axis, size)
         if eager:
