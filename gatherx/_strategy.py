@@ -6,6 +6,7 @@ The timings that chose each rule are in docs/performance_details.md ("How each r
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from ._rules import SMALL_HOST_INDEX
 
@@ -102,19 +103,25 @@ TORCH_ROW_SUMS_MIN_ROW = 16
 
 
 def torch_half_grad_plan(
-    shape: list[int], axis: int, n_index: int, repeated: bool, row_sums: bool
+    shape: list[int],
+    axis: int,
+    n_index: int,
+    repeated: bool,
+    row_sums: Callable[[], bool] | None,
 ) -> str:
     """:func:`half_grad_plan` for PyTorch, into a table of ``shape`` along ``axis``:
     ``row_sums`` in place of ``distinct`` where nothing comes before the axis, rows hold at
-    least ``TORCH_ROW_SUMS_MIN_ROW`` elements and ``row_sums`` says this PyTorch's
-    ``index_add_`` sums such rows in float32 and rounds once: ATen's kernel alone, without
+    least ``TORCH_ROW_SUMS_MIN_ROW`` elements and ``row_sums()``, asked last (None: no),
+    says this PyTorch's ``index_add_`` sums such rows in float32 and rounds once (a first
+    answer tries it on the CPU): ATen's kernel alone, without
     the sort and the float32 sums of ``distinct`` (0.42-0.88x on the sweep's such cases,
     docs/performance_details.md). Where ``float32`` applies the kernel gains on some shapes
     and loses up to 2x on others (many indices into short rows): not taken there."""
     plan = half_grad_plan("torch", math.prod(shape), n_index, repeated)
-    if plan != "distinct" or not row_sums or math.prod(shape[:axis]) != 1:
+    if plan != "distinct" or row_sums is None or math.prod(shape[:axis]) != 1:
         return plan
-    return "row_sums" if math.prod(shape[axis + 1 :]) >= TORCH_ROW_SUMS_MIN_ROW else plan
+    rows = math.prod(shape[axis + 1 :]) >= TORCH_ROW_SUMS_MIN_ROW
+    return "row_sums" if rows and row_sums() else plan
 
 
 def jax_half_grad_plan(

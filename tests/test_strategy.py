@@ -668,7 +668,15 @@ def test_half_grad_slice_branches(grad_elements, n_index, pre, post, want):
 def test_torch_half_grad_plan_branches(shape, axis, n_index, repeated, row_sums, want):
     """ATen's row sums replace the distinct sums where nothing precedes the axis, rows hold 16
     elements or more and this PyTorch sums them in float32; nowhere else."""
-    assert st.torch_half_grad_plan(shape, axis, n_index, repeated, row_sums) == want
+    asked: list[bool] = []
+
+    def answer() -> bool:
+        asked.append(row_sums)
+        return row_sums
+
+    assert st.torch_half_grad_plan(shape, axis, n_index, repeated, answer) == want
+    assert st.torch_half_grad_plan(shape, axis, n_index, repeated, None) != "row_sums"
+    assert len(asked) == (want == "row_sums" or (want == "distinct" and not row_sums))
 
 
 @pytest.mark.parametrize(

@@ -344,7 +344,7 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
         n = flat.shape[0]
         host = eager and flat.is_cpu
         repeated = not host or _rules.may_repeat(n, flat.tolist)
-        rows = host and rows_summed_in_float32()
+        rows = rows_summed_in_float32 if host else None
         plan = torch_half_grad_plan(shape, axis, n, repeated, rows)
         if plan == "as_given":
             return _one_each(source, flat, axis, size)
