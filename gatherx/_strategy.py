@@ -113,10 +113,10 @@ def torch_half_grad_plan(
     ``row_sums`` in place of ``distinct`` where nothing comes before the axis, rows hold at
     least ``TORCH_ROW_SUMS_MIN_ROW`` elements and ``row_sums()``, asked last (None: no),
     says this PyTorch's ``index_add_`` sums such rows in float32 and rounds once (a first
-    answer tries it on the CPU): ATen's kernel alone, without
-    the sort and the float32 sums of ``distinct`` (0.42-0.88x on the sweep's such cases,
-    docs/performance_details.md). Where ``float32`` applies the kernel gains on some shapes
-    and loses up to 2x on others (many indices into short rows): not taken there."""
+    answer tries it on the CPU): ATen's kernel alone, without the sort and the float32 sums
+    of ``distinct`` (0.42-0.88x on the sweep's such cases, docs/performance_details.md).
+    Where ``float32`` applies the kernel gains on some shapes and loses up to 2x on others
+    (many indices into short rows): not taken there."""
     plan = half_grad_plan("torch", math.prod(shape), n_index, repeated)
     if plan != "distinct" or row_sums is None or math.prod(shape[:axis]) != 1:
         return plan
