@@ -27,8 +27,9 @@ STRIDED = np.arange(48000.0).reshape(3, 1000, 16)
 # an axis of length 1, its slice repeated; IDS made 0 or -1 (BAD keeps its 9)
 ONE = np.arange(24000.0).reshape(3, 1, 8000)
 ONE_IDS = lambda ids: np.where(ids == 9, 9, np.where(ids < 0, -1, 0))
-# (4, 48000) bfloat16: a table large beside 4 indices, summed by rows of 48000
-HALF_ROWS = 16000
+# bfloat16 tables summed by ATen's rows: (4, 48000), large beside 4 indices (in place of the
+# distinct sums), and (4, 9000), long rows of a small one (in place of the float32 table)
+HALF_ROWS = {"grad_half_table": 16000, "grad_half_long": 3000}
 
 if framework == "numpy":
     import gatherx
@@ -112,8 +113,8 @@ else:
             leaf = data.clone().requires_grad_()
             call(leaf, ids).sum().backward()
             return leaf.grad
-        if mode == "grad_half_table":  # bfloat16 rows of a large table: ATen's row sums
-            leaf = torch.from_numpy(np.repeat(DATA, HALF_ROWS, axis=1)).bfloat16()
+        if mode in HALF_ROWS:  # bfloat16 rows of a table: ATen's row sums
+            leaf = torch.from_numpy(np.repeat(DATA, HALF_ROWS[mode], axis=1)).bfloat16()
             call(leaf.requires_grad_(), ids).sum().backward()
             return leaf.grad.float()
         if mode == "compile":
@@ -146,7 +147,7 @@ print(json.dumps(out))
 
 DATA = np.arange(12.0).reshape(4, 3)
 IDS = np.array([[3, -1], [0, 2]])
-HALF_ROWS = 16000  # as in SCRIPT
+HALF_ROWS = {"grad_half_table": 16000, "grad_half_long": 3000}  # as in SCRIPT
 
 
 def _run(framework: str, mode: str, order: list[str]) -> list:
@@ -202,8 +203,8 @@ def _expected(mode: str) -> np.ndarray:
         ids = np.tile(IDS.ravel(), 250)
     if mode == "scalar":
         ids = ids[0, 1]
-    if mode == "grad_half_table":
-        data = np.repeat(DATA, HALF_ROWS, axis=1)
+    if mode in HALF_ROWS:
+        data = np.repeat(DATA, HALF_ROWS[mode], axis=1)
     if mode.startswith("grad"):
         want = np.zeros_like(data)
         np.add.at(want, ids, 1.0)
@@ -248,6 +249,7 @@ TORCH_MODES = {
     "scalar": EAGER_OOB.replace("(0, 1)", "()"),
     "grad_eager": EAGER_OOB,
     "grad_half_table": EAGER_OOB,
+    "grad_half_long": EAGER_OOB,
     "compile": GRAPH_OOB,
     "layer": GRAPH_OOB,
     "export": GRAPH_OOB,

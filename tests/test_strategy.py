@@ -657,26 +657,40 @@ def test_half_grad_slice_branches(grad_elements, n_index, pre, post, want):
 
 
 @pytest.mark.parametrize(
-    ("shape", "axis", "n_index", "repeated", "row_sums", "want"),
-    [([62500, 16], 0, 40, True, True, "row_sums"), ([62500, 15], 0, 40, True, True, "distinct"),
-     ([2, 31250, 16], 1, 40, True, True, "distinct"), ([1, 62500, 16], 1, 40, True, True,
-     "row_sums"), ([62500, 16], 0, 40, True, False, "distinct"),
-     ([62500, 16], 0, 40, False, True, "as_given"), ([6250, 16], 0, 40, True, True, "float32"),
-     ([38, 4096], 0, 40, True, True, "row_sums"), ([37, 4096], 0, 40, True, True, "float32"),
-     ([10**6], 0, 40, True, True, "distinct")],
+    ("shape", "axis", "n_index", "repeated", "row_sums", "want", "asks"),
+    [([62500, 16], 0, 40, True, True, "row_sums", True),
+     ([62500, 15], 0, 40, True, True, "distinct", False),
+     ([2, 31250, 16], 1, 40, True, True, "distinct", False),
+     ([1, 62500, 16], 1, 40, True, True, "row_sums", True),
+     ([62500, 16], 0, 40, True, False, "distinct", True),
+     ([62500, 16], 0, 40, False, True, "as_given", False),
+     ([6250, 16], 0, 40, True, True, "float32", False),
+     ([1184, 128], 0, 40, True, True, "row_sums", True),
+     ([1184, 128], 0, 40, True, False, "float32", True),
+     ([1185, 127], 0, 40, True, True, "float32", False),
+     ([2, 592, 128], 1, 40, True, True, "float32", False),
+     ([1, 1184, 2, 64], 1, 40, True, True, "row_sums", True),
+     ([1184, 128], 0, 40, False, True, "as_given", False),
+     ([38, 4096], 0, 40, True, True, "row_sums", True),
+     ([37, 4096], 0, 40, True, True, "row_sums", True),
+     ([10**6], 0, 40, True, True, "distinct", False)],
 )  # fmt: skip
-def test_torch_half_grad_plan_branches(shape, axis, n_index, repeated, row_sums, want):
-    """ATen's row sums replace the distinct sums where nothing precedes the axis, rows hold 16
-    elements or more and this PyTorch sums them in float32; nowhere else."""
+def test_torch_half_grad_plan_branches(shape, axis, n_index, repeated, row_sums, want, asks):
+    """ATen's row sums replace the distinct sums on rows of 16 elements or more and the
+    float32 table on rows of 128 or more, where nothing precedes the axis and this PyTorch
+    sums them in float32 (asked last, only there); nowhere else."""
     asked: list[bool] = []
 
     def answer() -> bool:
         asked.append(row_sums)
         return row_sums
 
+    assert st.half_grad_plan("torch", math.prod(shape), n_index, repeated) in (
+        want if want != "row_sums" else ("distinct", "float32")
+    )
     assert st.torch_half_grad_plan(shape, axis, n_index, repeated, answer) == want
     assert st.torch_half_grad_plan(shape, axis, n_index, repeated, None) != "row_sums"
-    assert len(asked) == (want == "row_sums" or (want == "distinct" and not row_sums))
+    assert len(asked) == asks
 
 
 @pytest.mark.parametrize(

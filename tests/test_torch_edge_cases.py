@@ -215,17 +215,20 @@ def test_half_gather_grad_converted_a_slice_at_a_time(
     assert steps[0] < math.prod(index_shape)  # sliced, not whole
 
 
-def _row_sums_case(dtype: torch.dtype) -> tuple[np.ndarray, torch.Tensor, np.ndarray]:
-    """Indices into (110000, 16) rows, 2000 of 3000 on row 7 with gradient rows of ones (whose
-    sum is 2048 when each step rounds to float16, 256 to bfloat16; 2000 summed once), the
-    rest random; and the float64 sums."""
+def _row_sums_case(
+    dtype: torch.dtype, table: tuple[int, int]
+) -> tuple[np.ndarray, torch.Tensor, np.ndarray]:
+    """Indices into the rows of ``table``, 2000 of 3000 on row 7 with gradient rows of ones
+    (whose sum is 2048 when each step rounds to float16, 256 to bfloat16; 2000 summed once),
+    the rest random; and the float64 sums."""
+    rows, row = table
     rng = np.random.default_rng(3000)
-    ids = rng.integers(-110_000, 110_000, 3000)
+    ids = rng.integers(-rows, rows, 3000)
     ids[:2000] = 7
-    grad = torch.from_numpy(rng.integers(-8, 8, (3000, 16)) / 10).to(dtype)
+    grad = torch.from_numpy(rng.integers(-8, 8, (3000, row)) / 10).to(dtype)
     grad[:2000] = 1
-    want = np.zeros((110_000, 16))
-    np.add.at(want, ids % 110_000, grad.double().numpy())
+    want = np.zeros(table)
+    np.add.at(want, ids % rows, grad.double().numpy())
     return ids, grad, want
 
 
@@ -239,24 +242,34 @@ def _spy(fn, name, ran):
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("rows_in_float32", [True, False])
-def test_half_gather_grad_by_row_sums_rounds_once(monkeypatch, dtype, rows_in_float32):
+@pytest.mark.parametrize(
+    ("table", "without"),
+    [((110_000, 16), ("distinct", "_half_scatter_add")), ((600, 128), ("float32", None))],
+    ids=["many-short-rows", "few-long-rows"],
+)
+def test_half_gather_grad_by_row_sums_rounds_once(
+    monkeypatch, dtype, rows_in_float32, table, without
+):
     """Where ATen's row-sum kernel sums half-precision rows in float32 (this PyTorch's, as
-    tried), a large table with nothing before the axis takes it; where it would not, the
-    distinct sums: both the float64 sums rounded once, 2000 ones on one row included."""
+    tried), a table with nothing before the axis takes it: in place of the distinct sums on a
+    large table, of the float32 table on long rows; where it would not, those: all of them the
+    float64 sums rounded once, 2000 ones on one row included."""
     from gatherx import _strategy
     from gatherx._backends.torch import kernels
 
-    ids, grad, want = _row_sums_case(dtype)
+    plan, spied = without
+    ids, grad, want = _row_sums_case(dtype, table)
     real = kernels.rows_summed_in_float32()
     monkeypatch.setattr(kernels, "rows_summed_in_float32", lambda: rows_in_float32 and real)
     ran: list[str] = []
-    for name in ("_row_sums", "_half_scatter_add"):
+    for name in ("_row_sums", "_half_scatter_add", "_float32_sums"):
         monkeypatch.setattr(kernels, name, _spy(getattr(kernels, name), name, ran))
-    assert _strategy.half_grad_plan("torch", 110_000 * 16, 3000) == "distinct"
-    got = gatherx.gather_grad((110_000, 16), torch.from_numpy(ids), grad)
+    assert _strategy.half_grad_plan("torch", math.prod(table), 3000) == plan
+    got = gatherx.gather_grad(table, torch.from_numpy(ids), grad)
     torch.testing.assert_close(got, torch.from_numpy(want).to(dtype), rtol=0, atol=0)
     assert float(got[7, 0]) == 2000.0  # 2048 (float16) or 256 (bfloat16) if each step rounded
-    assert ran == ["_row_sums" if rows_in_float32 and real else "_half_scatter_add"]
+    taken = rows_in_float32 and real
+    assert ran[:1] == ["_row_sums" if taken else spied or "_float32_sums"]
 
 
 def test_row_sums_are_tried_before_they_are_taken(monkeypatch):
