@@ -100,9 +100,11 @@ def half_grad_plan(
 #: elements: ATen's own condition, not a tuned one. That kernel sums half precision in a
 #: float32 buffer of one row per thread and rounds once.
 TORCH_ROW_SUMS_MIN_ROW = 16
-#: The shortest rows on which that kernel replaces the float32 table: on shorter ones its sort
-#: and per-element conversions of many indices cost up to 2x the table's pass.
-TORCH_ROW_SUMS_FLOAT32_MIN_ROW = 128
+#: Rows at least this long: that kernel replaces the float32 table, and where axes precede
+#: the gathered one, either plan (on a view of every outer block's rows as one table, at the
+#: index repeated for each block). On shorter ones its sort and per-element conversions of
+#: many indices cost up to 2x the plan they would replace.
+TORCH_ROW_SUMS_LONG_ROW = 128
 
 
 def torch_half_grad_plan(
@@ -113,21 +115,21 @@ def torch_half_grad_plan(
     row_sums: Callable[[], bool] | None,
 ) -> str:
     """:func:`half_grad_plan` for PyTorch, into a table of ``shape`` along ``axis``:
-    ``row_sums`` where nothing comes before the axis and ``row_sums()``, asked last (None:
-    no), says this PyTorch's ``index_add_`` sums such rows in float32 and rounds once (a
-    first answer tries it on the CPU): ATen's kernel alone, in place of ``distinct`` (the sort
-    and float32 sums) on rows of at least ``TORCH_ROW_SUMS_MIN_ROW`` elements (0.42-0.88x on
-    the sweep's such cases) and of ``float32`` (the float32 table) on rows of at least
-    ``TORCH_ROW_SUMS_FLOAT32_MIN_ROW`` (0.65-0.70x at the median; on shorter rows 0.9-1.0 at
-    the median, up to 2x on many indices; docs/performance_details.md)."""
+    ``row_sums`` where ``row_sums()``, asked last (None: no), says this PyTorch's
+    ``index_add_`` sums rows in float32 and rounds once (a first answer tries it on the CPU):
+    ATen's kernel alone, on the table seen as rows of the elements after the axis, in place of
+    ``distinct`` (the sort and float32 sums) on rows of at least ``TORCH_ROW_SUMS_MIN_ROW``
+    elements where nothing comes before the axis (0.42-0.88x on the sweep's such cases), and
+    of ``distinct`` or ``float32`` (the float32 table) on rows of at least
+    ``TORCH_ROW_SUMS_LONG_ROW`` (0.61-0.70x at the median; on shorter rows 0.9-1.0 at the
+    median, up to 2x on many indices; docs/performance_details.md)."""
     plan = half_grad_plan("torch", math.prod(shape), n_index, repeated)
-    if plan == "distinct":
-        least = TORCH_ROW_SUMS_MIN_ROW
-    elif plan == "float32":
-        least = TORCH_ROW_SUMS_FLOAT32_MIN_ROW
-    else:
+    if plan not in ("distinct", "float32") or row_sums is None:
         return plan
-    if row_sums is None or math.prod(shape[:axis]) != 1 or math.prod(shape[axis + 1 :]) < least:
+    least = TORCH_ROW_SUMS_LONG_ROW
+    if plan == "distinct" and math.prod(shape[:axis]) == 1:
+        least = TORCH_ROW_SUMS_MIN_ROW
+    if math.prod(shape[axis + 1 :]) < least:
         return plan
     return "row_sums" if row_sums() else plan
 

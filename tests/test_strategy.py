@@ -668,7 +668,11 @@ def test_half_grad_slice_branches(grad_elements, n_index, pre, post, want):
      ([1184, 128], 0, 40, True, True, "row_sums", True),
      ([1184, 128], 0, 40, True, False, "float32", True),
      ([1185, 127], 0, 40, True, True, "float32", False),
-     ([2, 592, 128], 1, 40, True, True, "float32", False),
+     ([2, 592, 127], 1, 40, True, True, "float32", False),
+     ([2, 592, 128], 1, 40, True, True, "row_sums", True),
+     ([2, 31250, 127], 1, 40, True, True, "distinct", False),
+     ([2, 31250, 128], 1, 40, True, True, "row_sums", True),
+     ([2, 31250, 128], 1, 40, True, False, "distinct", True),
      ([1, 1184, 2, 64], 1, 40, True, True, "row_sums", True),
      ([1184, 128], 0, 40, False, True, "as_given", False),
      ([38, 4096], 0, 40, True, True, "row_sums", True),
@@ -676,9 +680,9 @@ def test_half_grad_slice_branches(grad_elements, n_index, pre, post, want):
      ([10**6], 0, 40, True, True, "distinct", False)],
 )  # fmt: skip
 def test_torch_half_grad_plan_branches(shape, axis, n_index, repeated, row_sums, want, asks):
-    """ATen's row sums replace the distinct sums on rows of 16 elements or more and the
-    float32 table on rows of 128 or more, where nothing precedes the axis and this PyTorch
-    sums them in float32 (asked last, only there); nowhere else."""
+    """Where this PyTorch sums rows in float32 (asked last, only where it decides), ATen's row
+    sums replace the distinct sums on rows of 16 elements or more with nothing before the axis,
+    and either plan on rows of 128 or more; nowhere else."""
     asked: list[bool] = []
 
     def answer() -> bool:

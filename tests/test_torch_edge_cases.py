@@ -216,19 +216,20 @@ def test_half_gather_grad_converted_a_slice_at_a_time(
 
 
 def _row_sums_case(
-    dtype: torch.dtype, table: tuple[int, int]
+    dtype: torch.dtype, table: tuple[int, int, int]
 ) -> tuple[np.ndarray, torch.Tensor, np.ndarray]:
-    """Indices into the rows of ``table``, 2000 of 3000 on row 7 with gradient rows of ones
-    (whose sum is 2048 when each step rounds to float16, 256 to bfloat16; 2000 summed once),
-    the rest random; and the float64 sums."""
-    rows, row = table
+    """Indices into axis 1 of ``table``, 2000 of 3000 on its position 7 with gradient slices of
+    ones (whose sum is 2048 when each step rounds to float16, 256 to bfloat16; 2000 summed
+    once), the rest random; and the float64 sums."""
+    pre, rows, row = table
     rng = np.random.default_rng(3000)
     ids = rng.integers(-rows, rows, 3000)
+    ids[ids % rows == 7] = 8  # position 7: the 2000 ones alone
     ids[:2000] = 7
-    grad = torch.from_numpy(rng.integers(-8, 8, (3000, row)) / 10).to(dtype)
-    grad[:2000] = 1
+    grad = torch.from_numpy(rng.integers(-8, 8, (pre, 3000, row)) / 10).to(dtype)
+    grad[:, :2000] = 1
     want = np.zeros(table)
-    np.add.at(want, ids % rows, grad.double().numpy())
+    np.add.at(np.moveaxis(want, 1, 0), ids % rows, np.moveaxis(grad.double().numpy(), 1, 0))
     return ids, grad, want
 
 
@@ -244,16 +245,20 @@ def _spy(fn, name, ran):
 @pytest.mark.parametrize("rows_in_float32", [True, False])
 @pytest.mark.parametrize(
     ("table", "without"),
-    [((110_000, 16), ("distinct", "_half_scatter_add")), ((600, 128), ("float32", None))],
-    ids=["many-short-rows", "few-long-rows"],
-)
+    [((1, 110_000, 16), ("distinct", "_half_scatter_add")),
+     ((1, 600, 128), ("float32", None)),
+     ((2, 7000, 128), ("distinct", "_half_scatter_add")),
+     ((3, 200, 128), ("float32", None))],
+    ids=["many-short-rows", "few-long-rows", "blocks-of-many-rows", "blocks-of-few-rows"],
+)  # fmt: skip
 def test_half_gather_grad_by_row_sums_rounds_once(
     monkeypatch, dtype, rows_in_float32, table, without
 ):
     """Where ATen's row-sum kernel sums half-precision rows in float32 (this PyTorch's, as
-    tried), a table with nothing before the axis takes it: in place of the distinct sums on a
-    large table, of the float32 table on long rows; where it would not, those: all of them the
-    float64 sums rounded once, 2000 ones on one row included."""
+    tried), a table takes it in place of the distinct sums (large tables) and of the float32
+    table (small ones), with or without outer blocks before the axis (seen as one table of
+    their rows); where it would not, those: all of them the float64 sums rounded once, 2000
+    ones on one position of each block included."""
     from gatherx import _strategy
     from gatherx._backends.torch import kernels
 
@@ -265,9 +270,9 @@ def test_half_gather_grad_by_row_sums_rounds_once(
     for name in ("_row_sums", "_half_scatter_add", "_float32_sums"):
         monkeypatch.setattr(kernels, name, _spy(getattr(kernels, name), name, ran))
     assert _strategy.half_grad_plan("torch", math.prod(table), 3000) == plan
-    got = gatherx.gather_grad(table, torch.from_numpy(ids), grad)
+    got = gatherx.gather_grad(table, torch.from_numpy(ids), grad, axis=1)
     torch.testing.assert_close(got, torch.from_numpy(want).to(dtype), rtol=0, atol=0)
-    assert float(got[7, 0]) == 2000.0  # 2048 (float16) or 256 (bfloat16) if each step rounded
+    assert got[:, 7, 0].tolist() == [2000.0] * table[0]  # 2048 or 256 if each step rounded
     taken = rows_in_float32 and real
     assert ran[:1] == ["_row_sums" if taken else spied or "_float32_sums"]
 

@@ -401,14 +401,20 @@ def rows_summed_in_float32() -> bool:
 
 
 def _row_sums(source: torch.Tensor, flat: torch.Tensor, axis: int, size: int) -> torch.Tensor:
-    """The float16/bfloat16 scatter-add of ``source`` (nothing before ``axis``) by ATen's
-    sorted row-sum kernel (:func:`rows_summed_in_float32`) at the int64 ``flat``: each row's
-    slices summed in float32 and rounded once, into half-precision zeros."""
+    """The float16/bfloat16 scatter-add of ``source`` by ATen's sorted row-sum kernel
+    (:func:`rows_summed_in_float32`) at the int64 ``flat``: each row's slices summed in
+    float32 and rounded once, into half-precision zeros. The table's outer blocks (the axes
+    before ``axis``) are seen as one table of their rows, and the index repeated for each
+    block, moved by the block's first row."""
     n = flat.shape[0]
-    rows = source.reshape(n, -1).contiguous()  # the kernel reads contiguous rows only
+    pre = math.prod(source.shape[:axis])
+    rows = source.reshape(pre * n, -1).contiguous()  # the kernel reads contiguous rows only
+    if pre > 1:
+        first = torch.arange(0, pre * size, size, dtype=flat.dtype, device=flat.device)
+        flat = (first[:, None] + flat).reshape(-1)
     shape = list(source.shape)
     shape[axis] = size
-    return rows.new_zeros(size, rows.shape[1]).index_add_(0, flat, rows).view(shape)
+    return rows.new_zeros(pre * size, rows.shape[1]).index_add_(0, flat, rows).view(shape)
 
 
 def _half_scatter_add(
