@@ -424,6 +424,25 @@ def torch_out_plan(contiguous_out: bool, forward: str, axis: int, n_index: int, 
     return "copy"
 
 
+#: The most output elements into which ``out=`` copies the forward's own result at an index
+#: of two or more dimensions read as given (see ``torch_out_given``).
+TORCH_OUT_GIVEN_MAX_ELEMENTS = 1024
+
+
+def torch_out_given(forward: str, index_ndim: int, out_elements: int) -> bool:
+    """Whether ``out=`` at an index of ``index_ndim`` dimensions into ``out_elements`` copies
+    the forward's own result at the index as given, where the forward's plan at that index
+    (read before its sign) is ``forward``: advanced indexing (``indexing``, which reads
+    negative positions itself) at two or more dimensions into at most
+    ``TORCH_OUT_GIVEN_MAX_ELEMENTS``. The index's extremes checked, one ATen call and a
+    small copy in place of the wrap, the flatten, ``out``'s view and ``index_select(out=)``
+    (whole calls 0.83-0.85x at the median on the sweep's such calls, worst 1.03; into more
+    elements the copy grows, up to 1.56x; docs/performance_details.md). :func:`torch_out_plan`
+    decides every other call, after the wrap."""
+    small = out_elements <= TORCH_OUT_GIVEN_MAX_ELEMENTS
+    return forward == "indexing" and index_ndim >= 2 and small
+
+
 #: The fewest indices at which ``blocks``, and ``gather`` of one-byte elements, pay for
 #: their extra Python calls.
 TORCH_MIN_INDICES = 32

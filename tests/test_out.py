@@ -224,16 +224,17 @@ def _outs_of(monkeypatch, torch, name: str) -> list:
 
 @pytest.mark.parametrize(
     ("indices", "axis", "written"),
-    [([[0, -1, 2, 2, 5, 1]], 1, True), ([1, 4], 1, False), ([1, -4], 0, True),
-     ([[0, -1, 2, 2, 1, 3]], 0, True)],
+    [([[0, -1, 2, 2, 5, 1] * 200], 1, True), ([1, 4], 1, False), ([1, -4], 0, True),
+     ([[0, -1, 2, 2, 1, 3] * 40], 0, True), ([[0, -1, 2, 2, 1, 3]], 0, None)],
 )  # fmt: skip
 def test_torch_out_from_non_contiguous_data_follows_the_forward_plan(
     monkeypatch, indices, axis, written
 ):
     """Non-contiguous data into a contiguous ``out``: where the forward's plan copies the
     data (an output at least its size), ``index_select`` writes into ``out`` itself, and on
-    dim 0 (read where it lies) always; elsewhere the forward's result is copied in.
-    np.take's values either way."""
+    dim 0 (read where it lies) always; elsewhere the forward's result is copied in (None: a
+    small output at an index of two dimensions, read by advanced indexing, no
+    ``index_select`` at all). np.take's values either way."""
     torch = need("torch")
     data = torch.arange(60.0).reshape(5, 12)[:, ::2]  # (5, 6), not contiguous
     idx = torch.tensor(indices)
@@ -244,13 +245,16 @@ def test_torch_out_from_non_contiguous_data_follows_the_forward_plan(
     np.testing.assert_array_equal(out.numpy(), want)
     into = [c is not None and c.data_ptr() == out.data_ptr() for c in calls]
     assert into == ([True] if written else [False] * len(calls))
+    if written is None:
+        assert not calls
 
 
 @pytest.mark.parametrize(
     ("shape", "view", "axis", "indices"),
     [((4, 5, 40), "stepped", 2, [0, -1, 3, 2, 5, 1, 4]),
-     ((4, 5, 40), "stepped", -1, [[1, -2, 5], [0, 3, -1]]),
-     ((3, 4, 10, 6), "stepped", 2, [1, -1, 4]), ((6, 5, 4, 3), "permuted", 2, [[0, -5], [2, 4]]),
+     ((4, 5, 400), "stepped", -1, [[1, -2, 5] * 10, [0, 3, -1] * 10]),
+     ((3, 4, 10, 6), "stepped", 2, [1, -1, 4]),
+     ((30, 5, 4, 9), "permuted", 2, [[0, -5], [2, 4]]),
      ((6, 5, 4, 3), "permuted", -1, [5, -6, 0, 1, -2])],
 )  # fmt: skip
 def test_torch_out_from_non_contiguous_data_on_later_dims(monkeypatch, shape, view, axis, indices):
@@ -277,6 +281,50 @@ def test_torch_out_from_non_contiguous_data_on_later_dims(monkeypatch, shape, vi
     np.testing.assert_array_equal(out.numpy(), want)
     assert [c is not None and c.data_ptr() == out.data_ptr() for c in calls] == [True]
     assert not [t for t in copies if t.data_ptr() == data.data_ptr()]
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis", "index_shape", "given"),
+    [((4, 300), 1, (16, 16), True), ((5, 300), 1, (5, 41), False),
+     ((1024, 3), 0, (2, 2), True), ((2, 9, 6), -2, (3, 1, 2), True),
+     ((300, 2, 2), 0, (16, 16), True), ((300, 2, 2), 0, (257, 1), False)],
+)  # fmt: skip
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "uint16", "bool"])
+@pytest.mark.parametrize("strided", [False, True])
+def test_torch_out_small_at_an_index_of_two_dimensions_takes_the_forwards_indexing(
+    monkeypatch, shape, axis, index_shape, given, index_dtype, dtype, strided
+):
+    """``out=`` at an index of two or more dimensions, into at most 1024 elements
+    (``TORCH_OUT_GIVEN_MAX_ELEMENTS``) where the forward reads it by advanced indexing: the
+    index checked, not wrapped, advanced indexing at the index as given, its result copied
+    into ``out``; into 1025 or 1028 elements the index is wrapped first. np.take's values; a
+    bad value raises the flow's error and leaves ``out`` as it was."""
+    torch = need("torch")
+    from gatherx._backends.torch import out as torch_out
+
+    rng = np.random.default_rng(7)
+    full = (*shape[:-1], shape[-1] * (2 if strided else 1))
+    host = rng.integers(0, 2 if dtype == "bool" else 200, full).astype(np.float32)
+    base = torch.from_numpy(host).to(getattr(torch, dtype))
+    data = base[..., ::2] if strided else base
+    size = shape[axis]
+    idx = torch.from_numpy(_indices(rng, size, index_shape, index_dtype))
+    given_values = idx.numpy().copy()
+    want = _oracle(data.float().numpy(), given_values, axis)
+    wraps = []
+    real = torch_out.eager_bounded
+    monkeypatch.setattr(
+        torch_out, "eager_bounded", lambda *a, **k: wraps.append(1) or real(*a, **k)
+    )
+    out = torch.zeros(want.shape, dtype=data.dtype)
+    assert gatherx.gather(data, idx, axis=axis, out=out) is out
+    np.testing.assert_array_equal(out.float().numpy(), want)
+    np.testing.assert_array_equal(idx.numpy(), given_values)  # never written
+    assert wraps == ([] if given else [1])
+    bad = idx.clone()
+    bad.view(-1)[-1] = -size - 1
+    _refused(data, bad, out, IndexError, f"idx={-size - 1}", axis=axis)
 
 
 @pytest.mark.parametrize("columns", [60, 200])  # the forward copies the data; reads it as given

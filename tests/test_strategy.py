@@ -302,7 +302,8 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
     non-negative, or (``indexing``,
     at an index of two or more dimensions, or a few values one of which is negative)
     advanced indexing on the data at the index as given, whatever the shape or thread count;
-    for ``out=`` (the index as one dimension) too."""
+    for ``out=`` (the index as one dimension, or the forward's advanced indexing where
+    ``torch_out_given`` says) too."""
     torch = need("torch")
     idx = np.asarray(indices, dtype=index_dtype)
     host = np.random.default_rng(0).standard_normal(shape).astype(dtype)
@@ -315,13 +316,15 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
     int64 = index_dtype == "int64"
     sign = bool((idx < 0).any())
     read = idx.ndim == 1 and idx.size <= SMALL_HOST_INDEX
-    args = ("cpu", shape, ax, idx.size, float32, idx.ndim)
+    args = ("cpu", shape, ax, idx.size, float32)
     plans = []
     for k, negative in ((idx.ndim, sign if read else None), (1, None)):  # out=: as one dim
-        plan = st.torch_layout_plan(*args[:-1], k, negative, int64)
+        plan = st.torch_layout_plan(*args, k, negative, int64)
         if plan == "take_negative":
-            plan = "take" if sign else st.torch_layout_plan(*args[:-1], k, False, int64)
+            plan = "take" if sign else st.torch_layout_plan(*args, k, False, int64)
         plans.append(plan)
+    if st.torch_out_given(plans[0], idx.ndim, pre * idx.size * post):
+        plans[1] = plans[0]  # out=: the forward's advanced indexing, copied in
     calls = []
     depth = [0]  # the outermost calls only (a torch function mode calls back into its op)
 
@@ -616,6 +619,16 @@ def test_torch_gather_plan_fewest_indices_by_itemsize(itemsize, n, want):
 )  # fmt: skip
 def test_torch_out_plan_branches(contiguous_out, forward, axis, n, post, want):
     assert st.torch_out_plan(contiguous_out, forward, axis, n, post) == want
+
+
+@pytest.mark.parametrize(
+    ("forward", "index_ndim", "out_elements", "want"),
+    [("indexing", 2, 1, True), ("indexing", 2, 1024, True), ("indexing", 2, 1025, False),
+     ("indexing", 4, 1024, True), ("indexing", 1, 8, False), ("as_is", 2, 8, False),
+     ("take", 2, 8, False), ("columns", 3, 8, False)],
+)  # fmt: skip
+def test_torch_out_given_branches(forward, index_ndim, out_elements, want):
+    assert st.torch_out_given(forward, index_ndim, out_elements) is want
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import torch
 
 from ... import _errors, _rules
 from ..._rules import Span
-from ..._strategy import torch_out_plan
+from ..._strategy import torch_out_given, torch_out_plan
 from ..base import Backend, OutWriter, host_span
 from . import bounds, kernels
 from .domain import STRIDED, eager_bounded, eager_cpu_call, eager_low, eager_position
@@ -57,23 +57,28 @@ def gather_out(
                 if at is not None:  # else the flow reports the bad index
                     kernels.take_at(data, at, ax, out)
                     return out
-            else:  # planned with the index as one dimension, before it is read
-                int64 = indices.dtype is _INT64
-                plan = kernels.eager_plan(data, ax, indices.numel(), 1, None, int64)
-                if plan[0] not in _CHECKED_ONLY:
-                    flat = eager_bounded(indices, shape[ax], opset, flat=True)
-                    if flat is not None:  # else the flow reports the first bad index
-                        WRITER.write(data, flat, ax, out, plan)
-                        return out
-                else:  # torch.take reads negative positions itself, the broadcast none
+            else:  # planned before the index is read: its sign is not known yet
+                n, k, int64 = indices.numel(), indices.ndim, indices.dtype is _INT64
+                plan = kernels.eager_plan(data, ax, n, k, None, int64)  # the forward's
+                given = torch_out_given(plan[0], k, out.numel())
+                if not given and k != 1:  # the plan with the index as one dimension
+                    plan = kernels.eager_plan(data, ax, n, 1, None, int64)
+                if given or plan[0] in _CHECKED_ONLY:  # read as given: checked, not wrapped
                     low = eager_low(indices, shape[ax], opset)
                     if low is not None:  # else the flow reports the first bad index
-                        if plan[0] == "broadcast":
+                        if given:  # advanced indexing, which has no out=
+                            out.copy_(kernels.take_given(data, indices, ax, plan, low < 0))
+                        elif plan[0] == "broadcast":  # reads no index value
                             WRITER.write(data, indices.reshape(-1), ax, out, plan)
-                        elif low < 0:  # 1-D data
+                        elif low < 0:  # 1-D data: torch.take reads negative positions itself
                             kernels.take_given(data, indices, ax, plan, True, out)
                         else:  # none negative: the plan for that sign
                             WRITER.write(data, indices.reshape(-1), ax, out)
+                        return out
+                else:
+                    flat = eager_bounded(indices, shape[ax], opset, flat=True)
+                    if flat is not None:  # else the flow reports the first bad index
+                        WRITER.write(data, flat, ax, out, plan)
                         return out
     return Backend.gather_out(backend, data, indices, axis, opset, out, WRITER)
 
