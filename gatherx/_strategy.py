@@ -634,6 +634,24 @@ def torch_wrap_plan(n_index: int) -> str:
     return "remainder" if n_index <= TORCH_REMAINDER_MAX_INDICES else "sampled"
 
 
+#: The most gradient elements that PyTorch's eager ``gather_grad`` on dim 0 adds by
+#: ``index_put_`` at the index as given (see ``torch_grad_given``).
+TORCH_GRAD_GIVEN_MAX_ELEMENTS = 1 << 12
+
+
+def torch_grad_given(axis: int, grad_elements: int, half: bool) -> bool:
+    """Whether PyTorch's eager ``gather_grad`` on the CPU adds a gradient of
+    ``grad_elements`` (``half``: float16 or bfloat16) along ``axis`` into zeros by
+    ``index_put_(accumulate=True)`` at the index as given, which reads negative positions
+    itself: the index checked by its extremes, neither wrapped nor flattened, the gradient not
+    reshaped. On dim 0, at most ``TORCH_GRAD_GIVEN_MAX_ELEMENTS``, not half precision (summed
+    in float32 and rounded once by its own plans): whole calls 0.67-0.80x at the median on
+    such sweep calls. On later dims the operator's own call (the Python method takes no
+    ``None`` for the leading dims) cost up to 1.16x; on more elements its serial loop per
+    element lost up to 1.33x to ``index_add_`` (docs/performance_details.md)."""
+    return axis == 0 and not half and grad_elements <= TORCH_GRAD_GIVEN_MAX_ELEMENTS
+
+
 def torch_backward_plan(index_dtype: str, device_type: str) -> str:
     """``index_add`` (``zeros.index_add_`` on the data's shape, index as given) or
     ``index_add_int64`` (the same after widening an int32 index, which the CPU kernel needs

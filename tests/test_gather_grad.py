@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 from support import Backend, assert_same, need, to_numpy
@@ -243,3 +245,56 @@ def test_torch_jacrev_of_gather_grad_under_vmap_over_indices() -> None:
     want = np.zeros((5, 2))
     want[4, 0] = want[0, 1] = 1.0
     np.testing.assert_array_equal(single(torch.ones(2)).numpy(), want)
+
+
+@pytest.mark.parametrize(
+    ("shape", "index_shape", "given"),
+    [((7,), (12, 3), True), ((50, 4), (6,), True), ((40, 8, 2), (16, 16), True),
+     ((40, 8, 2), (257,), False), ((5, 3), (4, 0), True)],
+)  # fmt: skip
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "uint16", "complex64"])
+def test_torch_small_gradient_on_dim_0_added_at_the_index_as_given(
+    monkeypatch, shape, index_shape, given, index_dtype, dtype
+):
+    """A PyTorch ``gather_grad`` on dim 0 of at most 4096 elements that needs no
+    ``autograd.Function``: one ``index_put_(accumulate=True)`` at the index as given, checked
+    and never wrapped (``torch_grad_given``); from 4097 elements (8 x 257 x 2) the index is
+    wrapped first. np.add.at's sums; a bad value raises the flow's ``IndexError``; the index
+    is never written."""
+    torch = need("torch")
+    torch_backend = importlib.import_module("gatherx._backends.torch")
+
+    rng = np.random.default_rng(3)
+    size = shape[0]
+    values = rng.integers(-size, size, index_shape).astype(index_dtype)
+    low = 0 if dtype == "uint16" else -3  # (unsigned sums would wrap around)
+    grad_host = rng.integers(low, 4, index_shape + shape[1:]).astype(np.int64)
+    idx = torch.from_numpy(values.copy())
+    grad = torch.from_numpy(grad_host).to(getattr(torch, dtype))
+    want = np.zeros(shape, np.int64)
+    np.add.at(want, values % size, grad_host)
+    wraps, puts = [], []
+    real_bounded, real_put = torch_backend.eager_bounded, torch.Tensor.index_put_
+    monkeypatch.setattr(
+        torch_backend, "eager_bounded", lambda *a, **k: wraps.append(1) or real_bounded(*a, **k)
+    )
+    monkeypatch.setattr(
+        torch.Tensor,
+        "index_put_",
+        lambda t, key, *a, **k: puts.append(key) or real_put(t, key, *a, **k),
+    )
+    got = gatherx.gather_grad(shape, idx, grad)
+    assert got.dtype == grad.dtype
+    np.testing.assert_array_equal(
+        got.to(torch.complex128 if dtype == "complex64" else torch.int64).numpy(), want
+    )
+    np.testing.assert_array_equal(idx.numpy(), values)
+    assert (wraps, len(puts)) == (([], 1) if given else ([1], 0))
+    if given:
+        assert puts[0][0] is idx  # as given: not wrapped, not flattened
+    if values.size:
+        bad = values.copy()
+        bad.reshape(-1)[-1] = size
+        with pytest.raises(IndexError, match=f"idx={size} at position"):
+            gatherx.gather_grad(shape, torch.from_numpy(bad), grad)

@@ -633,6 +633,15 @@ def test_torch_out_given_branches(forward, index_ndim, out_elements, want):
 
 
 @pytest.mark.parametrize(
+    ("axis", "grad_elements", "half", "want"),
+    [(0, 1, False, True), (0, 4096, False, True), (0, 4097, False, False),
+     (0, 8, True, False), (1, 8, False, False), (2, 4096, False, False)],
+)  # fmt: skip
+def test_torch_grad_given_branches(axis, grad_elements, half, want):
+    assert st.torch_grad_given(axis, grad_elements, half) is want
+
+
+@pytest.mark.parametrize(
     ("n", "want"),
     [(0, "host"), (16, "host"), (17, "remainder"), (1024, "remainder"), (1025, "sampled")],
 )

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from ... import _errors, _policy, _rules
+from ..._strategy import torch_grad_given
 from ..base import Backend
 from . import autograd, bounds, kernels, subclasses
 from .domain import (
@@ -97,13 +98,18 @@ class TorchBackend(Backend):
                 axis %= len(shape)
                 want = _rules.output_shape(shape, indices.shape, axis)
                 if grad.shape == want:
-                    if not indices.ndim and not (grad.requires_grad and _grad_enabled()):
+                    plain = not (grad.requires_grad and _grad_enabled())  # no Function
+                    if not indices.ndim and plain:
                         at = eager_position(indices, shape[axis], _GRAD)  # as given
                         if at is not None:  # else the flow reports the bad index
                             return kernels.scatter_at(grad, at, axis, shape[axis])
-                    index = eager_bounded(indices, shape[axis], _GRAD)
-                    if index is not None:  # else the flow reports the first bad index
-                        return self.scatter_add(shape, index, grad, axis)
+                    elif plain and torch_grad_given(axis, grad.numel(), grad.dtype in kernels.HALF):
+                        if eager_low(indices, shape[axis], _GRAD) is not None:  # (else: bad)
+                            return kernels.scatter_given(grad, indices, shape)
+                    else:
+                        index = eager_bounded(indices, shape[axis], _GRAD)
+                        if index is not None:  # else the flow reports the first bad index
+                            return self.scatter_add(shape, index, grad, axis)
         return super().gather_grad(shape, indices, grad, axis, sparse)
 
     # -- primitives -----------------------------------------------------------------------

@@ -34,7 +34,7 @@ _INT64 = torch.int64
 #: The plans that read the index as given, negative positions included: no wrap.
 AS_GIVEN = frozenset({"indexing", "take", "take_negative", "broadcast"})
 _VIEWS = frozenset({"blocks", "columns", "gather"})  # those that read the data through a view
-_HALF = frozenset(getattr(torch, name) for name in _rules.HALF_DTYPES)
+HALF = frozenset(getattr(torch, name) for name in _rules.HALF_DTYPES)
 _INDEX_NAMES = {torch.int32: "int32", torch.int64: "int64"}
 
 
@@ -337,7 +337,7 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
     shape = list(source.shape)
     shape[axis] = size
     plan = ""
-    if dtype in _HALF:  # half precision would round every partial sum: add in float32
+    if dtype in HALF:  # half precision would round every partial sum: add in float32
         # (eager code only for the distinct sums and the read of few values: the sums' size
         # and the plan depend on the values; no read on an accelerator, which would sync)
         eager = plain_eager()
@@ -370,6 +370,16 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
     return bits_as(out, dtype)
 
 
+def scatter_given(grad: torch.Tensor, index: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    """Zeros of ``shape`` with ``grad`` added on dim 0 at the checked ``index`` of rank >= 1
+    as given (negative positions included), as :func:`gatherx._strategy.torch_grad_given`
+    says: one ``index_put_(accumulate=True)``, the index and gradient in their own shapes
+    (two's-complement addition: the same bits for signed and unsigned integers)."""
+    source = signed_view(grad)
+    zeros = source.new_zeros(shape)
+    return bits_as(zeros.index_put_((index,), source, accumulate=True), grad.dtype)
+
+
 def scatter_at(grad: torch.Tensor, at: int, axis: int, size: int) -> torch.Tensor:
     """Zeros with ``grad`` written at position ``at`` (in [-size, size)) of a new ``axis`` of
     ``size``: one slice adds nothing up."""
@@ -392,7 +402,7 @@ def rows_summed_in_float32() -> bool:
         return False
     n, row = 2050, TORCH_ROW_SUMS_MIN_ROW
     index = torch.zeros(n, dtype=_INT64, device="cpu")
-    for dtype in _HALF:
+    for dtype in HALF:
         ones = torch.ones(n, row, dtype=dtype, device="cpu")
         got = torch.zeros(1, row, dtype=dtype, device="cpu").index_add_(0, index, ones)
         if not torch.equal(got, torch.full((1, row), float(n), dtype=dtype, device="cpu")):
@@ -492,7 +502,7 @@ def sparse_scatter_add(
     lead, tail = grad.shape[:axis], grad.shape[axis + k :]
     values = grad.reshape(*lead, flat.shape[0], *tail)
     coalesced = False
-    if grad.dtype in _HALF:
+    if grad.dtype in HALF:
         flat, values = _distinct_sums(values, flat, axis)
         coalesced = True
     pre, n = math.prod(lead), flat.shape[0]
