@@ -639,17 +639,28 @@ def torch_wrap_plan(n_index: int) -> str:
 TORCH_GRAD_GIVEN_MAX_ELEMENTS = 1 << 12
 
 
-def torch_grad_given(axis: int, grad_elements: int, half: bool) -> bool:
+def torch_grad_given(
+    axis: int, n_index: int, grad_elements: int, data_elements: int, half: bool
+) -> bool:
     """Whether PyTorch's eager ``gather_grad`` on the CPU adds a gradient of
-    ``grad_elements`` (``half``: float16 or bfloat16) along ``axis`` into zeros by
+    ``grad_elements`` at ``n_index`` indices along ``axis`` into zeros of ``data_elements`` by
     ``index_put_(accumulate=True)`` at the index as given, which reads negative positions
     itself: the index checked by its extremes, neither wrapped nor flattened, the gradient not
-    reshaped. On dim 0, at most ``TORCH_GRAD_GIVEN_MAX_ELEMENTS``, not half precision (summed
-    in float32 and rounded once by its own plans): whole calls 0.67-0.80x at the median on
-    such sweep calls. On later dims the operator's own call (the Python method takes no
-    ``None`` for the leading dims) cost up to 1.16x; on more elements its serial loop per
-    element lost up to 1.33x to ``index_add_`` (docs/performance_details.md)."""
-    return axis == 0 and not half and grad_elements <= TORCH_GRAD_GIVEN_MAX_ELEMENTS
+    reshaped. On dim 0, at most ``TORCH_GRAD_GIVEN_MAX_ELEMENTS``; ``half`` (float16 or
+    bfloat16) at more than ``SMALL_HOST_INDEX`` indices where :func:`half_grad_plan` makes
+    the float32 table anyway, added in float32 and rounded once (fewer are read first: where
+    none repeats, each slice is written as given, without the table). Whole calls 0.67-0.80x
+    at the median on such sweep calls (half precision 0.60-0.64x). On later dims the
+    operator's own call (the Python method takes no ``None`` for the leading dims) cost up to
+    1.16x; on more elements its serial loop per element lost up to 1.33x to ``index_add_``
+    (docs/performance_details.md)."""
+    if axis or grad_elements > TORCH_GRAD_GIVEN_MAX_ELEMENTS:
+        return False
+    if not half:
+        return True
+    return (
+        n_index > SMALL_HOST_INDEX and half_grad_plan("torch", data_elements, n_index) == "float32"
+    )
 
 
 def torch_backward_plan(index_dtype: str, device_type: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from .modes import compiling, needs_autograd, plain_eager, tracing
 _grad_enabled = torch.is_grad_enabled
 _INT64 = torch.int64
 _GRAD = _rules.GRAD_OPSET
+_HALF = kernels.HALF
 _into: Any = None  # the out= module, imported on first use
 
 
@@ -103,7 +105,9 @@ class TorchBackend(Backend):
                         at = eager_position(indices, shape[axis], _GRAD)  # as given
                         if at is not None:  # else the flow reports the bad index
                             return kernels.scatter_at(grad, at, axis, shape[axis])
-                    elif plain and torch_grad_given(axis, grad.numel(), grad.dtype in kernels.HALF):
+                    elif plain and torch_grad_given(
+                        axis, indices.numel(), grad.numel(), math.prod(shape), grad.dtype in _HALF
+                    ):
                         if eager_low(indices, shape[axis], _GRAD) is not None:  # (else: bad)
                             return kernels.scatter_given(grad, indices, shape)
                     else:

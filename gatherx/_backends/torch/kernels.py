@@ -374,7 +374,11 @@ def scatter_given(grad: torch.Tensor, index: torch.Tensor, shape: tuple[int, ...
     """Zeros of ``shape`` with ``grad`` added on dim 0 at the checked ``index`` of rank >= 1
     as given (negative positions included), as :func:`gatherx._strategy.torch_grad_given`
     says: one ``index_put_(accumulate=True)``, the index and gradient in their own shapes
-    (two's-complement addition: the same bits for signed and unsigned integers)."""
+    (two's-complement addition: the same bits for signed and unsigned integers; float16 and
+    bfloat16 added in float32 and rounded once)."""
+    if grad.dtype in HALF:
+        sums = grad.new_zeros(shape, dtype=torch.float32)
+        return sums.index_put_((index,), grad.float(), accumulate=True).to(grad.dtype)
     source = signed_view(grad)
     zeros = source.new_zeros(shape)
     return bits_as(zeros.index_put_((index,), source, accumulate=True), grad.dtype)
