@@ -6,7 +6,7 @@ The timings that chose each rule are in docs/performance_details.md ("How each r
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ._rules import SMALL_HOST_INDEX
 
@@ -640,10 +640,10 @@ TORCH_GRAD_GIVEN_MAX_ELEMENTS = 1 << 12
 
 
 def torch_grad_given(
-    axis: int, n_index: int, grad_elements: int, data_elements: int, half: bool
+    axis: int, n_index: int, grad_elements: int, shape: Sequence[int], half: bool
 ) -> bool:
     """Whether PyTorch's eager ``gather_grad`` on the CPU adds a gradient of
-    ``grad_elements`` at ``n_index`` indices along ``axis`` into zeros of ``data_elements`` by
+    ``grad_elements`` at ``n_index`` indices along ``axis`` into zeros of ``shape`` by
     ``index_put_(accumulate=True)`` at the index as given, which reads negative positions
     itself: the index checked by its extremes, neither wrapped nor flattened, the gradient not
     reshaped. On dim 0, at most ``TORCH_GRAD_GIVEN_MAX_ELEMENTS``; ``half`` (float16 or
@@ -659,7 +659,8 @@ def torch_grad_given(
     if not half:
         return True
     return (
-        n_index > SMALL_HOST_INDEX and half_grad_plan("torch", data_elements, n_index) == "float32"
+        n_index > SMALL_HOST_INDEX
+        and half_grad_plan("torch", math.prod(shape), n_index) == "float32"
     )
 
 

@@ -633,15 +633,16 @@ def test_torch_out_given_branches(forward, index_ndim, out_elements, want):
 
 
 @pytest.mark.parametrize(
-    ("axis", "n_index", "grad_elements", "data_elements", "half", "want"),
-    [(0, 1, 1, 10**9, False, True), (0, 4096, 4096, 7, False, True),
-     (0, 4097, 4097, 7, False, False), (0, 16, 16, 8, True, False), (0, 17, 17, 8, True, True),
-     (0, 17, 17, 2**17 + 512 * 17, True, True), (0, 17, 17, 2**17 + 512 * 17 + 1, True, False),
-     (0, 256, 4096, 256, True, True), (0, 256, 4097, 256, True, False),
-     (1, 8, 8, 8, False, False), (2, 4096, 4096, 8, True, False)],
+    ("axis", "n_index", "grad_elements", "shape", "half", "want"),
+    [(0, 1, 1, (10**9,), False, True), (0, 4096, 4096, (7,), False, True),
+     (0, 4097, 4097, (7,), False, False), (0, 16, 16, (8,), True, False),
+     (0, 17, 17, (8,), True, True), (0, 17, 17, (2**17 + 512 * 17, 1), True, True),
+     (0, 17, 17, (2**17 + 512 * 17 + 1,), True, False), (0, 256, 4096, (16, 16), True, True),
+     (0, 256, 4097, (256,), True, False), (1, 8, 8, (8, 1), False, False),
+     (2, 4096, 4096, (2, 2, 2), True, False)],
 )  # fmt: skip
-def test_torch_grad_given_branches(axis, n_index, grad_elements, data_elements, half, want):
-    assert st.torch_grad_given(axis, n_index, grad_elements, data_elements, half) is want
+def test_torch_grad_given_branches(axis, n_index, grad_elements, shape, half, want):
+    assert st.torch_grad_given(axis, n_index, grad_elements, shape, half) is want
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -106,7 +105,7 @@ class TorchBackend(Backend):
                         if at is not None:  # else the flow reports the bad index
                             return kernels.scatter_at(grad, at, axis, shape[axis])
                     elif plain and torch_grad_given(
-                        axis, indices.numel(), grad.numel(), math.prod(shape), grad.dtype in _HALF
+                        axis, indices.numel(), grad.numel(), shape, grad.dtype in _HALF
                     ):
                         if eager_low(indices, shape[axis], _GRAD) is not None:  # (else: bad)
                             return kernels.scatter_given(grad, indices, shape)
