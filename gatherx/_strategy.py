@@ -37,31 +37,38 @@ JAX_HALF_SUMS_AS_BITS = frozenset({"bfloat16"})
 
 
 #: PyTorch converts half-precision gradients of at least this many elements to float32 a
-#: slice of index positions at a time, of about ``TORCH_HALF_SLICE`` elements, where each
+#: slice at a time, of about ``TORCH_HALF_SLICE`` elements: of index positions where each
 #: slice is one block (nothing before the index's dimensions) or rows of at least
-#: ``TORCH_HALF_SLICED_MIN_ROW`` elements: a float32 copy of the whole gradient (32 MiB and
-#: more, fresh memory on each call) cost 1.1-5x the slices' time there
+#: ``TORCH_HALF_SLICED_MIN_ROW`` elements, else of outer blocks (the dimensions before the
+#: index's), each with at least that many elements a position: a float32 copy of the whole
+#: gradient (32 MiB and more, fresh memory on each call) cost 1.1-5x the slices' time there
 #: (docs/performance_details.md).
 TORCH_HALF_SLICED_FROM = 1 << 23
 TORCH_HALF_SLICE = 1 << 21
 TORCH_HALF_SLICED_MIN_ROW = 64
 
 
-def half_grad_slice(grad_elements: int, n_index: int, shape: list[int], axis: int) -> int:
-    """How many of the ``n_index`` index positions (on ``axis`` of the gradient seen with
-    its index's dimensions as one, ``shape``) of a PyTorch half-precision gradient of
-    ``grad_elements`` are converted to float32 and added at once: all of them, or from
-    ``TORCH_HALF_SLICED_FROM`` elements, with nothing but dimensions of one before ``axis``
-    or rows of at least ``TORCH_HALF_SLICED_MIN_ROW`` elements after it, as many as hold
-    about ``TORCH_HALF_SLICE`` (at least one). (On shorter rows behind outer ones, the
-    slices' short blocks and ``index_add_``'s loop per call over an inner dimension cost up
-    to 1.9x what the copy saved.)"""
+def half_grad_slice(
+    grad_elements: int, n_index: int, shape: list[int], axis: int
+) -> tuple[bool, int]:
+    """How a PyTorch half-precision gradient of ``grad_elements`` (``shape``, its index's
+    dimensions as one, ``n_index`` positions on ``axis``) is converted to float32 and added:
+    ``(blocks, step)``, ``step`` index positions at a time (``blocks`` False) or ``step`` outer
+    blocks at a time. All positions at once below ``TORCH_HALF_SLICED_FROM``; from it, as many
+    as hold about ``TORCH_HALF_SLICE`` elements (at least one): of index positions with
+    nothing but dimensions of one before ``axis`` or rows of at least
+    ``TORCH_HALF_SLICED_MIN_ROW`` elements after it, else of outer blocks, on rows of more
+    than one element at least as many as hold ``TORCH_HALF_SLICED_MIN_ROW`` elements a
+    position: ``index_add_`` on an inner dimension loops over the positions, one slice of the
+    blocks' rows each. (Index positions on shorter rows behind outer ones cost up to 1.9x what
+    the copy saved: short blocks, and that loop once a slice.)"""
     if grad_elements < TORCH_HALF_SLICED_FROM:  # first: most gradients are smaller
-        return n_index
+        return False, n_index
     pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
-    if pre != 1 and post < TORCH_HALF_SLICED_MIN_ROW:
-        return n_index
-    return max(1, TORCH_HALF_SLICE // (grad_elements // n_index))
+    if pre == 1 or post >= TORCH_HALF_SLICED_MIN_ROW:
+        return False, max(1, TORCH_HALF_SLICE // (grad_elements // n_index))
+    least = -(-TORCH_HALF_SLICED_MIN_ROW // post) if post > 1 else 1
+    return True, max(least, TORCH_HALF_SLICE // (n_index * post))
 
 
 #: The most table elements into which PyTorch adds a half-precision gradient whose index
@@ -671,6 +678,29 @@ def torch_backward_plan(index_dtype: str, device_type: str) -> str:
     if device_type == "cpu" and index_dtype != "int64":
         return "index_add_int64"
     return "index_add"
+
+
+#: From this many index positions PyTorch adds a gradient whose gathered axis has outer
+#: dimensions before it and only dimensions of one after it on its (pre, n) view (see
+#: ``torch_grad_last_dim``).
+TORCH_GRAD_LAST_DIM_MIN_INDICES = 32
+
+
+def torch_grad_last_dim(shape: Sequence[int], axis: int, index_ndim: int, device_type: str) -> bool:
+    """Whether PyTorch adds a gradient of ``shape`` (the index's ``index_ndim`` dimensions at
+    ``axis``) into zeros on the (pre, n) view of both, where the gathered axis is the last:
+    on the CPU, where only dimensions of one follow the index's, those before it hold more
+    than one element and the index at least ``TORCH_GRAD_LAST_DIM_MIN_INDICES`` positions.
+    ATen's ``index_add_`` on the last (or first) dim runs one ``scatter_add_`` over the rows;
+    on an inner one it loops over the positions, one strided slice of the outer rows each
+    (0.07-0.78x of that loop from 48 positions, 0.31-0.96x at 32; below, the scatter's fixed
+    cost of about 1 us outweighs it on short rows; docs/performance_details.md)."""
+    end = axis + index_ndim
+    if device_type != "cpu" or end == len(shape) or math.prod(shape[end:]) != 1:
+        return False
+    return math.prod(shape[:axis]) > 1 and math.prod(shape[axis:end]) >= (
+        TORCH_GRAD_LAST_DIM_MIN_INDICES
+    )
 
 
 # --------------------------------------------------------------------------- JAX

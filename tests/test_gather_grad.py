@@ -305,3 +305,79 @@ def test_torch_small_gradient_on_dim_0_added_at_the_index_as_given(
         bad.reshape(-1)[-1] = size
         with pytest.raises(IndexError, match=f"idx={size} at position"):
             gatherx.gather_grad(shape, torch.from_numpy(bad), grad)
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis", "index_shape", "rows"),
+    [((5, 7, 1), 1, (32,), True), ((5, 7, 1), 1, (31,), False),
+     ((3, 2, 9, 1, 1), 2, (4, 8), True), ((2, 1, 3, 6, 1), -2, (40,), True),
+     ((1, 9, 1), 1, (40,), False), ((2, 3, 9), -1, (40,), False),
+     ((4, 9, 2), 1, (40,), False)],
+)  # fmt: skip
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+@pytest.mark.parametrize(
+    "dtype", ["float32", "float64", "int32", "uint8", "complex64", "float16", "bfloat16"]
+)
+def test_torch_gradient_before_dimensions_of_one_added_on_its_rows(
+    monkeypatch, shape, axis, index_shape, rows, index_dtype, dtype
+):
+    """PyTorch adds a gradient whose index is followed by dimensions of one only, with more
+    than one element before it, on the (pre, n) view of gradient and table from 32 index
+    positions (``torch_grad_last_dim``: ATen's last-dim ``index_add_``), in the table's shape;
+    not below 32 positions, with nothing before the axis, on the last axis or on longer rows.
+    np.add.at's sums (half precision: summed once, then rounded), through ``gather_grad`` and
+    the backward of ``gather``; the index is never written."""
+    torch = need("torch")
+    kernels = importlib.import_module("gatherx._backends.torch.kernels")
+
+    rng = np.random.default_rng(5)
+    ax = axis % len(shape)
+    size = shape[ax]
+    values = rng.integers(-size, size, index_shape).astype(index_dtype)
+    if size > 1:
+        values.reshape(-1)[::4] = -1  # repeated slots
+    grad_shape = shape[:ax] + index_shape + shape[ax + 1 :]
+    low = 0 if dtype == "uint8" else -3  # (unsigned sums would wrap around)
+    grad_host = rng.integers(low, 4, grad_shape).astype(np.int64)
+    idx = torch.from_numpy(values.copy())
+    grad = torch.from_numpy(grad_host).to(getattr(torch, dtype))
+    want = np.zeros(shape, np.int64)
+    moved = np.moveaxis(grad_host, list(range(ax, ax + len(index_shape))),
+                        list(range(len(index_shape))))  # fmt: skip
+    np.add.at(np.moveaxis(want, ax, 0), values % size, moved)
+    seen: list[tuple[int, int]] = []
+    real = kernels._scatter_flat
+    monkeypatch.setattr(
+        kernels, "_scatter_flat", lambda s, f, a, n: seen.append((s.ndim, a)) or real(s, f, a, n)
+    )
+    wide = torch.complex128 if dtype == "complex64" else torch.int64
+    got = gatherx.gather_grad(shape, idx, grad, axis=axis)
+    assert got.dtype == grad.dtype
+    assert got.shape == shape
+    np.testing.assert_array_equal(got.to(wide).numpy(), want)
+    np.testing.assert_array_equal(idx.numpy(), values)
+    assert (seen == [(2, 1)]) is rows
+    if dtype in ("float64", "float16"):  # the backward of gather: the same sums, the same path
+        seen.clear()
+        data = torch.zeros(shape, dtype=grad.dtype, requires_grad=True)
+        gatherx.gather(data, idx, axis=axis).backward(grad)
+        assert data.grad is not None
+        np.testing.assert_array_equal(data.grad.to(wide).numpy(), want)
+        assert (seen == [(2, 1)]) is rows
+
+
+def test_torch_gradient_before_dimensions_of_one_on_its_rows_under_vmap() -> None:
+    """vmap over the index (the gradient unbatched) and over both, on the (pre, n) view."""
+    torch = need("torch")
+    rng = np.random.default_rng(6)
+    shape = (3, 5, 1)
+    idx = rng.integers(-5, 5, (2, 40))
+    grads = torch.from_numpy(rng.standard_normal((2, 3, 40, 1)))
+    both = torch.func.vmap(lambda i, g: gatherx.gather_grad(shape, i, g, axis=1))
+    one = torch.func.vmap(lambda i: gatherx.gather_grad(shape, i, grads[0], axis=1))
+    for got, grad in (
+        (both(torch.from_numpy(idx), grads), grads),
+        (one(torch.from_numpy(idx)), grads[:1].expand(2, -1, -1, -1)),
+    ):
+        want = np.stack([_oracle(shape, idx[b], grad[b].numpy(), 1) for b in range(2)])
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)

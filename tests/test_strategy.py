@@ -646,6 +646,20 @@ def test_torch_grad_given_branches(axis, n_index, grad_elements, shape, half, wa
 
 
 @pytest.mark.parametrize(
+    ("shape", "axis", "index_ndim", "device", "want"),
+    [((5, 32, 1), 1, 1, "cpu", True), ((5, 31, 1), 1, 1, "cpu", False),
+     ((5, 4, 8, 1, 1), 1, 2, "cpu", True), ((2, 1, 3, 40, 1), 3, 1, "cpu", True),
+     ((1, 1, 40, 1), 2, 1, "cpu", False), ((0, 40, 1), 1, 1, "cpu", False),
+     ((5, 40), 1, 1, "cpu", False), ((5, 40, 2), 1, 1, "cpu", False),
+     ((5, 40, 1), 1, 1, "cuda", False), ((40, 1), 0, 1, "cpu", False)],
+)  # fmt: skip
+def test_torch_grad_last_dim_branches(shape, axis, index_ndim, device, want):
+    """On the CPU, a gradient whose index is followed by dimensions of one only and preceded
+    by more than one element is added on its (pre, n) view from 32 index positions."""
+    assert st.torch_grad_last_dim(shape, axis, index_ndim, device) is want
+
+
+@pytest.mark.parametrize(
     ("n", "want"),
     [(0, "host"), (16, "host"), (17, "remainder"), (1024, "remainder"), (1025, "sampled")],
 )
@@ -673,12 +687,16 @@ def test_torch_one_each_plan_branches(table, want):
 
 @pytest.mark.parametrize(
     ("grad_elements", "n_index", "pre", "post", "want"),
-    [(2**24, 8, 1, 1, 1), (2**23, 8, 1, 1, 2), (2**23 - 1, 8, 1, 1, 8),
-     (2**25, 2**15, 1, 1024, 2048), (2**24, 8, 2, 64, 1), (2**24, 8, 2, 63, 8),
-     (2**24, 2**14, 1024, 1, 2**14), (2**26, 3, 1, 2**26 // 3, 1)],
+    [(2**24, 8, 1, 1, (False, 1)), (2**23, 8, 1, 1, (False, 2)),
+     (2**23 - 1, 8, 1, 1, (False, 8)), (2**25, 2**15, 1, 1024, (False, 2048)),
+     (2**24, 8, 2, 64, (False, 1)), (2**24, 8, 2, 63, (True, 2**21 // (8 * 63))),
+     (2**24, 2**14, 1024, 1, (True, 128)), (2**23, 2**20, 8, 3, (True, 22)),
+     (2**23, 2**22, 2, 1, (True, 1)), (2**26, 3, 1, 2**26 // 3, (False, 1))],
 )  # fmt: skip
 def test_half_grad_slice_branches(grad_elements, n_index, pre, post, want):
-    """Slices of about 2^21 elements from 2^23, each one block or rows of 64 and more."""
+    """Slices of about 2^21 elements from 2^23: index positions where each is one block or
+    rows of 64 and more, else outer blocks with 64 elements a position at least (rows of
+    more than one)."""
     shape = [1, pre, n_index, post, 1]  # the dimensions of one around change nothing
     assert st.half_grad_slice(grad_elements, n_index, shape, 2) == want
 

@@ -173,28 +173,33 @@ def test_half_gather_grad_rounds_once_by_either_plan(dtype, rows, cols, n, plan)
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize(
-    ("shape", "index_shape", "axis", "plan"),
-    [((5, 3), (1400,), 0, "float32"), ((1, 7, 3), (4, 9), 1, "float32"),
-     ((1, 4), (2, 25), -1, "float32"), ((1, 300_000), (7, 5), 1, "distinct"),
-     ((3, 5, 64), (2, 6), 1, "float32"), ((2, 2100, 64), (3, 2), -2, "distinct")],
+    ("shape", "index_shape", "axis", "plan", "blocks"),
+    [((5, 3), (1400,), 0, "float32", False), ((1, 7, 3), (4, 9), 1, "float32", False),
+     ((1, 4), (2, 25), -1, "float32", False), ((1, 300_000), (7, 5), 1, "distinct", False),
+     ((3, 5, 64), (2, 6), 1, "float32", False), ((2, 2100, 64), (3, 2), -2, "distinct", False),
+     ((50, 4, 3), (5, 7), 1, "float32", True), ((2, 20, 4, 1, 1), (2, 3), 2, "float32", True),
+     ((40, 6, 1), (36,), 1, "float32", True), ((30, 9), (2, 20), -1, "float32", True)],
 )  # fmt: skip
 @pytest.mark.parametrize("elements", [1, 13, 30])
 def test_half_gather_grad_converted_a_slice_at_a_time(
-    monkeypatch, dtype, shape, index_shape, axis, plan, elements
+    monkeypatch, dtype, shape, index_shape, axis, plan, blocks, elements
 ):
-    """A large half-precision gradient is converted to float32 a slice of index positions at
-    a time (here forced on small ones: slices of one position, of a few, and the last one
-    short): the float64 sums rounded once, as when it is converted whole."""
+    """A large half-precision gradient is converted to float32 a slice of index positions or
+    of outer blocks at a time (here forced on small ones: slices of one, of a few, and the
+    last one short; outer blocks of 22 at least on rows of 3): the float64 sums rounded once,
+    as when it is converted whole."""
     from gatherx import _strategy
     from gatherx._backends.torch import kernels
 
     monkeypatch.setattr(_strategy, "TORCH_HALF_SLICED_FROM", 1)
     monkeypatch.setattr(_strategy, "TORCH_HALF_SLICE", elements)
-    steps: list[int] = []
+    steps: list[tuple[bool, int, int]] = []
 
-    def spy(grad_elements: int, n_index: int, shape: list[int], axis: int) -> int:
-        steps.append(_strategy.half_grad_slice(grad_elements, n_index, shape, axis))
-        return steps[-1]
+    def spy(grad_elements: int, n_index: int, shape: list[int], axis: int) -> tuple[bool, int]:
+        sliced = _strategy.half_grad_slice(grad_elements, n_index, shape, axis)
+        units = math.prod(shape[:axis]) if sliced[0] else n_index
+        steps.append((*sliced, units))
+        return sliced
 
     monkeypatch.setattr(kernels, "half_grad_slice", spy)
     ax = axis % len(shape)
@@ -211,8 +216,8 @@ def test_half_gather_grad_converted_a_slice_at_a_time(
     np.add.at(np.moveaxis(want, ax, 0), ids % shape[ax], moved)
     assert got.dtype == dtype
     torch.testing.assert_close(got, torch.from_numpy(want).to(dtype), rtol=0, atol=0)
-    assert steps
-    assert steps[0] < math.prod(index_shape)  # sliced, not whole
+    assert [s[0] for s in steps] == [blocks]
+    assert steps[0][1] < steps[0][2]  # sliced, not whole
 
 
 def _row_sums_case(

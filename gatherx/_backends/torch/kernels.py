@@ -14,6 +14,7 @@ from ..._strategy import (
     half_grad_slice,
     torch_backward_plan,
     torch_forward_plan,
+    torch_grad_last_dim,
     torch_half_grad_plan,
     torch_layout_plan,
     torch_one_each_plan,
@@ -328,12 +329,20 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
     kind = "cpu" if flat.is_cpu else flat.device.type
     if torch_backward_plan(_INDEX_NAMES[flat.dtype], kind) == "index_add_int64":
         flat = flat.long()  # see _strategy: the CPU kernel's fast path needs int64
-    source = grad  # with the index's dimensions as one
+    dims = list(grad.shape)
+    if torch_grad_last_dim(dims, axis, k, kind):  # on (pre, n) views, the axis last
+        table = [*dims[:axis], size, *dims[axis + k :]]
+        return _scatter_flat(grad.reshape(-1, flat.shape[0]), flat, 1, size).view(table)
     if k != 1:  # (flatten has no batching rule for vmap over the backward)
-        dims = list(grad.shape)
         dims[axis : axis + k] = [flat.shape[0]]
-        source = grad.reshape(dims)
-    dtype = grad.dtype
+        grad = grad.reshape(dims)
+    return _scatter_flat(grad, flat, axis, size)
+
+
+def _scatter_flat(source: torch.Tensor, flat: torch.Tensor, axis: int, size: int) -> torch.Tensor:
+    """:func:`scatter_add` of ``source``, the gradient with its index's dimensions as one on
+    ``axis``, at the 1-D ``flat``."""
+    dtype = source.dtype
     shape = list(source.shape)
     shape[axis] = size
     plan = ""
@@ -474,15 +483,25 @@ def _distinct_sums(
 def _float32_sums(source: torch.Tensor, flat: torch.Tensor, axis: int, size: int) -> torch.Tensor:
     """float32 zeros of ``source``'s shape with ``size`` on ``axis``, with the half-precision
     ``source`` added at ``flat`` in index order: in plain eager code converted a slice of
-    index positions at a time as :func:`gatherx._strategy.half_grad_slice` says (the same
-    sums, in the same order, without a float32 copy of the whole gradient)."""
-    shape = list(source.shape)
+    index positions or of outer blocks at a time as :func:`gatherx._strategy.half_grad_slice`
+    says (the same sums, in the same order, without a float32 copy of the whole gradient)."""
+    dims = list(source.shape)
+    shape = dims.copy()
     shape[axis] = size
     sums = source.new_zeros(shape, dtype=torch.float32)
     n = flat.shape[0]
-    step = half_grad_slice(source.numel(), n, shape, axis)
-    if step >= n or not plain_eager():
+    blocks, step = half_grad_slice(source.numel(), n, dims, axis)
+    pre = math.prod(dims[:axis])
+    if step >= (pre if blocks else n) or not plain_eager():
         return sums.index_add_(axis, flat, source.float())
+    if blocks:  # on (pre, n, post) views; on rows of one, (pre, n): the gathered axis last
+        post = math.prod(dims[axis + 1 :])
+        rest = [post] if post > 1 else []
+        rows = source.reshape(pre, n, *rest)
+        into = sums.view(pre, size, *rest)
+        for start in range(0, pre, step):
+            into[start : start + step].index_add_(1, flat, rows[start : start + step].float())
+        return sums
     for start in range(0, n, step):
         part = source.narrow(axis, start, min(step, n - start))
         sums.index_add_(axis, flat[start : start + step], part.float())
