@@ -680,27 +680,37 @@ def torch_backward_plan(index_dtype: str, device_type: str) -> str:
     return "index_add"
 
 
-#: From this many index positions PyTorch adds a gradient whose gathered axis has outer
-#: dimensions before it and only dimensions of one after it on its (pre, n) view (see
-#: ``torch_grad_last_dim``).
+#: PyTorch adds a gradient whose gathered axis has outer dimensions before it and rows of at
+#: most ``TORCH_GRAD_ROWS_MAX`` elements after it on its (pre, n x row) view from these many
+#: index positions: ``TORCH_GRAD_LAST_DIM_MIN_INDICES`` on rows of one element, else
+#: ``TORCH_GRAD_ROWS_MIN_INDICES`` (see ``torch_grad_rows``).
 TORCH_GRAD_LAST_DIM_MIN_INDICES = 32
+TORCH_GRAD_ROWS_MIN_INDICES = 128
+TORCH_GRAD_ROWS_MAX = 8
 
 
-def torch_grad_last_dim(shape: Sequence[int], axis: int, index_ndim: int, device_type: str) -> bool:
-    """Whether PyTorch adds a gradient of ``shape`` (the index's ``index_ndim`` dimensions at
-    ``axis``) into zeros on the (pre, n) view of both, where the gathered axis is the last:
-    on the CPU, where only dimensions of one follow the index's, those before it hold more
-    than one element and the index at least ``TORCH_GRAD_LAST_DIM_MIN_INDICES`` positions.
-    ATen's ``index_add_`` on the last (or first) dim runs one ``scatter_add_`` over the rows;
-    on an inner one it loops over the positions, one strided slice of the outer rows each
-    (0.07-0.78x of that loop from 48 positions, 0.31-0.96x at 32; below, the scatter's fixed
-    cost of about 1 us outweighs it on short rows; docs/performance_details.md)."""
+def torch_grad_rows(shape: Sequence[int], axis: int, index_ndim: int, device_type: str) -> int:
+    """The row length (the elements after the index's dimensions) on which PyTorch adds a
+    gradient of ``shape`` (the index's ``index_ndim`` dimensions at ``axis``) into zeros on
+    the (pre, n x row) view of both, the gathered axis last, at the index expanded over each
+    row's elements (rows of one: the index itself); 0 where it adds on the gradient's own
+    dims. On the CPU, where the dimensions before the index's hold more than one element and
+    rows hold at most ``TORCH_GRAD_ROWS_MAX``: from ``TORCH_GRAD_LAST_DIM_MIN_INDICES``
+    positions on rows of one, from ``TORCH_GRAD_ROWS_MIN_INDICES`` on longer rows (whose
+    expanded index costs two more calls). ATen's ``index_add_`` on the last (or first) dim
+    runs one ``scatter_add_`` over the rows; on an inner one it loops over the positions,
+    one strided slice of the outer rows each (rows of one: 0.07-0.78x that loop from 48
+    positions, 0.31-0.96x at 32; rows of 2-12: 0.28-0.92x from 256 positions, 0.40-1.16x at
+    128, up to 1.5x at 64 on few outer rows; rows of 16 and more gain little or lose:
+    docs/performance_details.md)."""
     end = axis + index_ndim
-    if device_type != "cpu" or end == len(shape) or math.prod(shape[end:]) != 1:
-        return False
-    return math.prod(shape[:axis]) > 1 and math.prod(shape[axis:end]) >= (
-        TORCH_GRAD_LAST_DIM_MIN_INDICES
-    )
+    if device_type != "cpu" or end == len(shape):
+        return 0
+    row = math.prod(shape[end:])
+    if row > TORCH_GRAD_ROWS_MAX or math.prod(shape[:axis]) <= 1:
+        return 0
+    least = TORCH_GRAD_LAST_DIM_MIN_INDICES if row == 1 else TORCH_GRAD_ROWS_MIN_INDICES
+    return row if math.prod(shape[axis:end]) >= least else 0
 
 
 # --------------------------------------------------------------------------- JAX

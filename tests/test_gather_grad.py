@@ -311,6 +311,8 @@ def test_torch_small_gradient_on_dim_0_added_at_the_index_as_given(
     ("shape", "axis", "index_shape", "rows"),
     [((5, 7, 1), 1, (32,), True), ((5, 7, 1), 1, (31,), False),
      ((3, 2, 9, 1, 1), 2, (4, 8), True), ((2, 1, 3, 6, 1), -2, (40,), True),
+     ((3, 7, 2), 1, (128,), True), ((3, 7, 2), 1, (127,), False),
+     ((2, 3, 5, 2, 4), 2, (8, 16), True), ((2, 5, 9), 1, (130,), False),
      ((1, 9, 1), 1, (40,), False), ((2, 3, 9), -1, (40,), False),
      ((4, 9, 2), 1, (40,), False)],
 )  # fmt: skip
@@ -318,15 +320,16 @@ def test_torch_small_gradient_on_dim_0_added_at_the_index_as_given(
 @pytest.mark.parametrize(
     "dtype", ["float32", "float64", "int32", "uint8", "complex64", "float16", "bfloat16"]
 )
-def test_torch_gradient_before_dimensions_of_one_added_on_its_rows(
+def test_torch_gradient_on_short_rows_added_on_its_rows(
     monkeypatch, shape, axis, index_shape, rows, index_dtype, dtype
 ):
-    """PyTorch adds a gradient whose index is followed by dimensions of one only, with more
-    than one element before it, on the (pre, n) view of gradient and table from 32 index
-    positions (``torch_grad_last_dim``: ATen's last-dim ``index_add_``), in the table's shape;
-    not below 32 positions, with nothing before the axis, on the last axis or on longer rows.
-    np.add.at's sums (half precision: summed once, then rounded), through ``gather_grad`` and
-    the backward of ``gather``; the index is never written."""
+    """PyTorch adds a gradient whose index is followed by rows of at most 8 elements, with
+    more than one element before it, on the (pre, n x row) view of gradient and table, the
+    index expanded over each row's elements (``torch_grad_rows``: ATen's last-dim
+    ``index_add_``), in the table's shape: from 32 index positions on rows of one, from 128
+    on longer rows; not below, with nothing before the axis, on the last axis or on rows of
+    9. np.add.at's sums (half precision: summed once, then rounded), through ``gather_grad``
+    and the backward of ``gather``; the index is never written."""
     torch = need("torch")
     kernels = importlib.import_module("gatherx._backends.torch.kernels")
 
@@ -366,13 +369,21 @@ def test_torch_gradient_before_dimensions_of_one_added_on_its_rows(
         assert (seen == [(2, 1)]) is rows
 
 
-def test_torch_gradient_before_dimensions_of_one_on_its_rows_under_vmap() -> None:
-    """vmap over the index (the gradient unbatched) and over both, on the (pre, n) view."""
+@pytest.mark.parametrize("row", [1, 3])
+def test_torch_gradient_on_short_rows_under_vmap(monkeypatch, row) -> None:
+    """vmap over the index (the gradient unbatched) and over both, on the (pre, n x row)
+    view."""
     torch = need("torch")
+    kernels = importlib.import_module("gatherx._backends.torch.kernels")
+    seen: list[tuple[int, int]] = []
+    real = kernels._scatter_flat
+    monkeypatch.setattr(
+        kernels, "_scatter_flat", lambda s, f, a, n: seen.append((s.ndim, a)) or real(s, f, a, n)
+    )
     rng = np.random.default_rng(6)
-    shape = (3, 5, 1)
-    idx = rng.integers(-5, 5, (2, 40))
-    grads = torch.from_numpy(rng.standard_normal((2, 3, 40, 1)))
+    shape = (3, 5, row)
+    idx = rng.integers(-5, 5, (2, 130))
+    grads = torch.from_numpy(rng.standard_normal((2, 3, 130, row)))
     both = torch.func.vmap(lambda i, g: gatherx.gather_grad(shape, i, g, axis=1))
     one = torch.func.vmap(lambda i: gatherx.gather_grad(shape, i, grads[0], axis=1))
     for got, grad in (
@@ -381,3 +392,4 @@ def test_torch_gradient_before_dimensions_of_one_on_its_rows_under_vmap() -> Non
     ):
         want = np.stack([_oracle(shape, idx[b], grad[b].numpy(), 1) for b in range(2)])
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+    assert seen == [(2, 1), (2, 1)]

@@ -647,16 +647,19 @@ def test_torch_grad_given_branches(axis, n_index, grad_elements, shape, half, wa
 
 @pytest.mark.parametrize(
     ("shape", "axis", "index_ndim", "device", "want"),
-    [((5, 32, 1), 1, 1, "cpu", True), ((5, 31, 1), 1, 1, "cpu", False),
-     ((5, 4, 8, 1, 1), 1, 2, "cpu", True), ((2, 1, 3, 40, 1), 3, 1, "cpu", True),
-     ((1, 1, 40, 1), 2, 1, "cpu", False), ((0, 40, 1), 1, 1, "cpu", False),
-     ((5, 40), 1, 1, "cpu", False), ((5, 40, 2), 1, 1, "cpu", False),
-     ((5, 40, 1), 1, 1, "cuda", False), ((40, 1), 0, 1, "cpu", False)],
+    [((5, 32, 1), 1, 1, "cpu", 1), ((5, 31, 1), 1, 1, "cpu", 0),
+     ((5, 4, 8, 1, 1), 1, 2, "cpu", 1), ((2, 1, 3, 40, 1), 3, 1, "cpu", 1),
+     ((5, 128, 2), 1, 1, "cpu", 2), ((5, 127, 2), 1, 1, "cpu", 0),
+     ((2, 16, 8, 2, 4), 1, 2, "cpu", 8), ((2, 200, 9), 1, 1, "cpu", 0),
+     ((1, 1, 40, 1), 2, 1, "cpu", 0), ((0, 40, 1), 1, 1, "cpu", 0),
+     ((1, 200, 3), 1, 1, "cpu", 0), ((5, 40), 1, 1, "cpu", 0), ((5, 40, 2), 1, 1, "cpu", 0),
+     ((5, 40, 1), 1, 1, "cuda", 0), ((40, 1), 0, 1, "cpu", 0)],
 )  # fmt: skip
-def test_torch_grad_last_dim_branches(shape, axis, index_ndim, device, want):
-    """On the CPU, a gradient whose index is followed by dimensions of one only and preceded
-    by more than one element is added on its (pre, n) view from 32 index positions."""
-    assert st.torch_grad_last_dim(shape, axis, index_ndim, device) is want
+def test_torch_grad_rows_branches(shape, axis, index_ndim, device, want):
+    """On the CPU, a gradient whose index is preceded by more than one element and followed
+    by rows of at most 8 is added on its (pre, n x row) view: from 32 index positions on rows
+    of one, from 128 on longer ones."""
+    assert st.torch_grad_rows(shape, axis, index_ndim, device) == want
 
 
 @pytest.mark.parametrize(

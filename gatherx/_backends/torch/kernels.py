@@ -14,7 +14,7 @@ from ..._strategy import (
     half_grad_slice,
     torch_backward_plan,
     torch_forward_plan,
-    torch_grad_last_dim,
+    torch_grad_rows,
     torch_half_grad_plan,
     torch_layout_plan,
     torch_one_each_plan,
@@ -330,9 +330,13 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
     if torch_backward_plan(_INDEX_NAMES[flat.dtype], kind) == "index_add_int64":
         flat = flat.long()  # see _strategy: the CPU kernel's fast path needs int64
     dims = list(grad.shape)
-    if torch_grad_last_dim(dims, axis, k, kind):  # on (pre, n) views, the axis last
+    row = torch_grad_rows(dims, axis, k, kind)
+    if row:  # on (pre, n x row) views, the axis last, at the index over each row's elements
         table = [*dims[:axis], size, *dims[axis + k :]]
-        return _scatter_flat(grad.reshape(-1, flat.shape[0]), flat, 1, size).view(table)
+        lines = grad.reshape(math.prod(dims[:axis]), -1)
+        if row > 1:
+            flat = (flat.view(-1, 1) * row + torch.arange(row, device=flat.device)).view(-1)
+        return _scatter_flat(lines, flat, 1, size * row).view(table)
     if k != 1:  # (flatten has no batching rule for vmap over the backward)
         dims[axis : axis + k] = [flat.shape[0]]
         grad = grad.reshape(dims)
