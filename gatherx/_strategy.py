@@ -352,7 +352,8 @@ def numpy_grad_plan(
 # on the host, advanced indexing for small indices of two or more dimensions, torch.take on
 # 1-D data where the index needs no wrap), except on most non-contiguous data, which ATen's
 # index_select copies whole first on dim 1. Backward: zeros().index_add_() on the data's own
-# shape with an int64 index, which keeps ATen's parallel innermost-dim scatter.
+# shape (on short rows behind outer axes, its (pre, n x row) view) with an int64 index, which
+# keeps ATen's parallel innermost-dim scatter.
 
 
 #: The most indices at which non-contiguous CPU data gathered as columns on dim 2 or later is
