@@ -404,8 +404,8 @@ def test_first_call_with_out(framework, first, layout):
     assert len(errors) == 1, errors
 
 
-# A scalar index, gather_grad eagerly and under torch.func with batched indices and one
-# gradient, and strided data at a 2-D index:
+# A scalar index, gather_grad eagerly (on short rows too) and under torch.func with batched
+# indices and one gradient, and strided data at a 2-D index:
 # each mode's first call in a fresh process, then good and bad calls in alternation.
 SCALAR_SCRIPT = r"""
 import json, sys, warnings
@@ -427,6 +427,11 @@ def run(good):
     if mode == "eager_grad":
         idx = torch.tensor([0, -1] if good else [0, 5])
         return gatherx.gather_grad((5,), idx, torch.ones(2))
+    if mode == "rows_grad":  # short rows behind an outer axis: added on the (pre, n x row) view
+        idx = torch.tensor([-1, 0, 1, 2, 3] * 26)
+        if not good:
+            idx[-1] = 5
+        return gatherx.gather_grad((2, 5, 2), idx, torch.ones(2, 130, 2), axis=1)
     if mode == "strided_2d":  # non-contiguous data read where it lies, a 2-D index as given
         idx = torch.tensor([[-1], [0]] if good else [[-1], [4]])
         return gatherx.gather(data.t(), idx, axis=1)
@@ -471,6 +476,10 @@ SCALAR_MODES = {
     "eager_grad": (
         np.array([1.0, 0, 0, 0, 1]),
         "IndexError: gather_grad: indices element out of data bounds, idx=5 at position (1,)",
+    ),
+    "rows_grad": (
+        np.full((2, 5, 2), 26.0),
+        "IndexError: gather_grad: indices element out of data bounds, idx=5 at position (129,)",
     ),
     "strided_2d": (
         np.take(DATA.T, [[-1], [0]], axis=1),
