@@ -76,6 +76,25 @@ def test_compile_forward_backward(compiler, dynamic):
         assert counter.frame_count == 1
 
 
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize(
+    ("shape", "n"), [((4, 5, 2), 130), ((6, 5, 1), 40)], ids=["rows-of-2", "rows-of-1"]
+)
+def test_compile_backward_on_short_rows(shape, n, dynamic):
+    """The backward on short rows behind an outer axis (added on the (pre, n x row) view of
+    gradient and table), traced by AOTAutograd: torch's own gradient of advanced indexing."""
+    compiled = torch.compile(_loss, backend="aot_eager", fullgraph=True, dynamic=dynamic)
+    gen = torch.Generator().manual_seed(n)
+    x = torch.randn(shape, generator=gen, requires_grad=True)
+    x_ref = x.detach().clone().requires_grad_()
+    i = torch.randint(-5, 5, (n,), generator=gen)
+    loss, loss_ref = compiled(x, i), _native_loss(x_ref, i)
+    loss.backward()
+    loss_ref.backward()
+    torch.testing.assert_close(loss, loss_ref)
+    torch.testing.assert_close(x.grad, x_ref.grad)
+
+
 @pytest.mark.parametrize("compiler", ["eager", "aot_eager"])
 def test_compile_out_of_bounds_raises(compiler):
     fn, _ = _compile(compiler, True)
