@@ -463,6 +463,14 @@ TORCH_BLOCKS_MAX_ROWS = 16
 #: read (dim 1 as given, or the ``blocks`` view), whose plain loop runs on one thread.
 TORCH_GATHER_MIN_ELEMENTS = 4096
 TORCH_GATHER_FLOAT32_MIN_ELEMENTS = 1 << 17
+#: Rows of at most ``TORCH_GATHER_ROWS_MAX`` elements (more than one) of contiguous data behind
+#: more than ``TORCH_BLOCKS_MAX_ROWS`` outer rows, at ``TORCH_GATHER_MIN_INDICES`` indices or
+#: more and at least ``TORCH_GATHER_ROWS_MIN_BLOCKS`` (outer row, index) pairs, in outer rows of
+#: at most ``TORCH_GATHER_ROWS_MAX_SPAN`` bytes: ``gather`` at the index expanded over each
+#: row's elements.
+TORCH_GATHER_ROWS_MAX = 4
+TORCH_GATHER_ROWS_MIN_BLOCKS = 1 << 14
+TORCH_GATHER_ROWS_MAX_SPAN = 1 << 20
 #: Columns of dim 1 behind at least this many outer rows, not float32, that ``gather`` does
 #: not take: ``columns``.
 TORCH_COLUMNS_MIN_ROWS = 64
@@ -510,7 +518,12 @@ def torch_layout_plan(
       writes the output a column at a time (on fewer indices its loop's cost per row shows,
       and below that output its two extra calls' Python); for float32 on the dim-1 loop,
       whose plain loop beats it until ``torch.gather`` splits its rows over threads, at
-      least ``TORCH_GATHER_FLOAT32_MIN_ELEMENTS``.
+      least ``TORCH_GATHER_FLOAT32_MIN_ELEMENTS``. Rows of 2-4 elements of ``contiguous``
+      data as well (the rule under ``TORCH_GATHER_ROWS_MAX``), on the (pre, size x row) view
+      at the index expanded over each row's elements, where ``index_select`` copies one short
+      row per (outer row, index) pair or the whole slice per index: with fewer outer rows the
+      expanded index costs as much as the output, at one index the one slice copy is cheaper,
+      and in outer rows past a MiB the reads scatter over memory either way.
     - ``columns``: ``index_select`` on the ``(pre, 1, size, 1)`` view on dim 2 (contiguous
       data), for the columns of dim 1 behind many outer rows that ``gather`` does not take
       (few indices, whose loop per row would cost ``gather`` most): a strided column copy per
@@ -579,7 +592,8 @@ def torch_layout_plan(
     if axis == 0:
         return "as_is"
     pre = math.prod(shape[:axis])
-    column = math.prod(shape[axis + 1 :]) == 1
+    row = math.prod(shape[axis + 1 :])
+    column = row == 1
     many = n_index >= TORCH_MIN_INDICES
     blocks = axis >= 2 and 1 < pre <= TORCH_BLOCKS_MAX_ROWS
     fewest = TORCH_GATHER_MIN_INDICES if itemsize > 1 else TORCH_MIN_INDICES
@@ -588,6 +602,15 @@ def torch_layout_plan(
         least = TORCH_GATHER_FLOAT32_MIN_ELEMENTS if dim1_float32 else TORCH_GATHER_MIN_ELEMENTS
         if pre * n_index >= least:
             return "gather"
+    if (
+        contiguous
+        and pre > TORCH_BLOCKS_MAX_ROWS
+        and 1 < row <= TORCH_GATHER_ROWS_MAX
+        and n_index >= TORCH_GATHER_MIN_INDICES
+        and pre * n_index >= TORCH_GATHER_ROWS_MIN_BLOCKS
+        and shape[axis] * row * itemsize <= TORCH_GATHER_ROWS_MAX_SPAN
+    ):
+        return "gather"
     if axis == 1 and column and pre >= TORCH_COLUMNS_MIN_ROWS and not float32:
         return "columns"
     return "blocks" if many and blocks else "as_is"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import numpy as np
@@ -288,6 +289,9 @@ TORCH_FORWARD = [
     ((50,), (np.arange(9000) % 50).reshape(90, 100), 0, 1),
     # an index of 8 MiB or more into at most as many: torch.take as well
     ((2**19,), (np.arange(2**20) * 7919 % 2**20 - 2**19).reshape(2**10, 2**10), 0, 2),
+    # rows of 2-4 elements behind more than 16 outer rows: torch.gather on (pre, size x row)
+    ((40, 30, 2), np.arange(500) * 7 % 60 - 30, 1, 1),
+    ((3, 8, 25, 4), (np.arange(800) * 3 % 50 - 25).reshape(40, 20), 2, 2),
 ]
 
 
@@ -379,7 +383,7 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
         want_kernel, want_shape, want_dim = {
             "as_is": ("index_select", shape, ax),
             "blocks": ("index_select", (pre, size, post), 1),
-            "gather": ("gather", (pre, size), 1),  # the columns, behind their outer rows
+            "gather": ("gather", (pre, size * post), 1),  # the rows, behind their outer rows
             "columns": ("index_select", (pre, 1, size, 1), 2),
         }[plan]
         assert kernel == want_kernel
@@ -391,7 +395,35 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
             broadcast = [st for d, st in enumerate(used.stride()) if d != dim and sizes[d] > 1]
             assert broadcast == [0] * len(broadcast)
             used = used[tuple(slice(None) if d == dim else 0 for d in range(used.ndim))]
+            # each position over its row's elements
+            np.testing.assert_array_equal(
+                used.numpy(), (wrapped[:, None] * post + np.arange(post)).reshape(-1)
+            )
+            continue
         np.testing.assert_array_equal(used.numpy(), wrapped)
+
+
+def test_torch_rows_gathered_on_contiguous_data_or_its_copy():
+    """Rows of 2-4 elements are read by ``torch.gather`` on the (pre, size x row) view of
+    contiguous data, or of the copy made of non-contiguous data for an output past its size;
+    non-contiguous data that ``index_select`` reads where it lies keeps ``index_select``.
+    np.take's values, forward and ``out=``."""
+    torch = need("torch")
+    kernels = importlib.import_module("gatherx._backends.torch.kernels")
+    base = torch.arange(2 * 20 * 3000 * 4, dtype=torch.float64).reshape(2, 20, 3000, 4)
+    idx = np.arange(1000) * 7 % 6000 - 3000
+    for data, want in (
+        (base[..., ::2], ("as_is", False)),
+        (base[..., ::2].contiguous(), ("gather", False)),
+        (base[:, :, :25, ::2], ("gather", True)),  # 40 x 25 x 2 values: output past them
+    ):
+        assert kernels.plan_of(data, 2, idx.size, 1) == want
+        index = torch.from_numpy(idx % data.shape[2] - (idx < 0) * data.shape[2])
+        expect = np.take(data.numpy(), index.numpy(), axis=2)
+        np.testing.assert_array_equal(gatherx.gather(data, index, axis=2).numpy(), expect)
+        into = torch.empty(expect.shape, dtype=data.dtype)
+        gatherx.gather(data, index, axis=2, out=into)
+        np.testing.assert_array_equal(into.numpy(), expect)
 
 
 @pytest.mark.parametrize("values", [[[3, -1], [0, -50]], [[3, 1], [0, 49]]])
@@ -571,6 +603,15 @@ def test_torch_take_plan_branches(shape, n, index_ndim, negative, int64, contigu
      ("cpu", (63, 9), 1, 31, False, "as_is"), ("cpu", (64, 9, 2), 1, 31, False, "as_is"),
      ("cpu", (1000, 9), 1, 99, True, "as_is"), ("cuda", (64, 9), 1, 9, False, "as_is"),
      ("cuda", (2, 1, 9, 7), 2, 99, False, "as_is"), ("cuda", (128, 9), 1, 99, False, "as_is"),
+     # rows of 2-4 behind more than 16 outer rows, 2^14 (outer row, index) pairs, rows of
+     # the axis within 1 MiB: gather at the index over each row's elements
+     ("cpu", (17, 99, 2), 1, 964, False, "gather"), ("cpu", (17, 99, 2), 1, 963, False, "as_is"),
+     ("cpu", (17, 99, 2), 1, 964, True, "gather"), ("cpu", (16, 99, 2), 1, 2000, False, "as_is"),
+     ("cpu", (2048, 99, 4), 1, 8, False, "gather"), ("cpu", (2048, 99, 4), 1, 7, False, "as_is"),
+     ("cpu", (2048, 99, 5), 1, 99, False, "as_is"), ("cpu", (4, 5, 99, 3), 2, 999, False, "gather"),
+     ("cpu", (64, 2**17, 2), 1, 256, False, "gather"),
+     ("cpu", (64, 2**17 + 1, 2), 1, 256, False, "as_is"),
+     ("cuda", (17, 99, 2), 1, 964, False, "as_is"),
      # (indices, index rank) of two or more dimensions: advanced indexing up to 8192 outputs
      ("cpu", (9, 5), 0, (4, 2), False, "indexing"), ("cpu", (9, 5), 0, (4, 1), False, "as_is"),
      ("cpu", (9, 5), 1, (8, 3), False, "indexing"),

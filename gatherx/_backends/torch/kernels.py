@@ -128,10 +128,11 @@ def plan_of(
     n_out = source.numel() // size * n_index if size else 0
     kind = "cpu" if source.is_cpu else "other"
     forward = torch_forward_plan(False, source.numel(), n_out, shape, axis, n_index, kind)
-    # a copy, and data that index_select reads where it lies, are planned as contiguous data
-    # (an axis of length 1 gives an output of at least the data's size: a copy, broadcast)
+    # a copy is planned as contiguous data (an axis of length 1 gives an output of at least
+    # the data's size: a copy, broadcast); data that index_select reads where it lies keeps
+    # index_select, or torch.gather for columns, which reads it as given
     copied = forward == "contiguous"
-    plan = layout(source, axis, n_index, index_ndim, negative, int64, forward != "indexing")
+    plan = layout(source, axis, n_index, index_ndim, negative, int64, copied)
     if forward == "index_select":  # (the views need contiguous data; gather reads it as given)
         return (plan if plan in ("indexing", "gather") else "as_is"), False
     if plan == "indexing" or not (copied or plan == "gather"):
@@ -299,11 +300,16 @@ def select(
     pre = math.prod(sizes[:axis])
     if plan == "gather":  # the index expanded over the outer rows: a view, no copy
         if source.is_contiguous():
-            # on the (pre, size) view: gather's loop runs 2-3x slower over the data's own
-            # dims where one of them has length 1 (docs/performance_details.md)
-            into = None if out is None else out.view(pre, n)
-            columns = source.view(pre, sizes[axis])
-            return torch.gather(columns, 1, flat.view(1, n).expand(pre, n), out=into)
+            # on the (pre, size x row) view: gather's loop runs 2-3x slower over the data's
+            # own dims where one of them has length 1 (docs/performance_details.md); rows of
+            # more than one element at the index expanded over each row's elements
+            row = math.prod(sizes[axis + 1 :])
+            into = None if out is None else out.view(pre, n * row)
+            lines = source.view(pre, sizes[axis] * row)
+            at = flat.view(1, n)
+            if row > 1:
+                at = (flat.view(-1, 1) * row + torch.arange(row, device=flat.device)).view(1, -1)
+            return torch.gather(lines, 1, at.expand(pre, n * row), out=into)
         shape = list(sizes)
         shape[axis] = n
         dims = [1] * len(shape)
