@@ -40,7 +40,8 @@ JAX_HALF_SUMS_AS_BITS = frozenset({"bfloat16"})
 #: slice at a time, of about ``TORCH_HALF_SLICE`` elements: of index positions where each
 #: slice is one block (nothing before the index's dimensions) or rows of at least
 #: ``TORCH_HALF_SLICED_MIN_ROW`` elements, else of outer blocks (the dimensions before the
-#: index's), each with at least that many elements a position: a float32 copy of the whole
+#: index's), on rows of more than one element each with at least that many elements a
+#: position (on rows of one the add is one pass over the blocks' rows): a float32 copy of the whole
 #: gradient (32 MiB and more, fresh memory on each call) cost 1.1-5x the slices' time there
 #: (docs/performance_details.md).
 TORCH_HALF_SLICED_FROM = 1 << 23
@@ -522,8 +523,8 @@ def torch_layout_plan(
       data as well (the rule under ``TORCH_GATHER_ROWS_MAX``), on the (pre, size x row) view
       at the index expanded over each row's elements, where ``index_select`` copies one short
       row per (outer row, index) pair or the whole slice per index: with fewer outer rows the
-      expanded index costs as much as the output, at one index the one slice copy is cheaper,
-      and in outer rows past a MiB the reads scatter over memory either way.
+      expanded index costs as much as the output, at fewer than 8 indices the few slice copies
+      cost less, and in outer rows past a MiB the reads scatter over memory either way.
     - ``columns``: ``index_select`` on the ``(pre, 1, size, 1)`` view on dim 2 (contiguous
       data), for the columns of dim 1 behind many outer rows that ``gather`` does not take
       (few indices, whose loop per row would cost ``gather`` most): a strided column copy per
@@ -721,9 +722,11 @@ def torch_grad_rows(shape: Sequence[int], axis: int, index_ndim: int, device_typ
     dims. On the CPU, where the dimensions before the index's hold more than one element and
     rows hold at most ``TORCH_GRAD_ROWS_MAX``: from ``TORCH_GRAD_LAST_DIM_MIN_INDICES``
     positions on rows of one, from ``TORCH_GRAD_ROWS_MIN_INDICES`` on longer rows (whose
-    expanded index costs two more calls). ATen's ``index_add_`` on the last (or first) dim
-    runs one ``scatter_add_`` over the rows; on an inner one it loops over the positions,
-    one strided slice of the outer rows each (rows of one: 0.07-0.78x that loop from 48
+    expanded index costs two more calls; half precision picks its plan by the index's own
+    positions, not the expanded ones). ATen's ``index_add_``
+    on the last (or first) dim runs one ``scatter_add_`` over the rows; on an inner one it
+    loops over the positions, one strided slice of the outer rows each (rows of one:
+    0.07-0.78x that loop from 48
     positions, 0.31-0.96x at 32; rows of 2-12: 0.28-0.92x from 256 positions, 0.40-1.16x at
     128, up to 1.5x at 64 on few outer rows; rows of 16 and more gain little or lose:
     docs/performance_details.md)."""

@@ -351,7 +351,9 @@ def test_torch_gradient_on_short_rows_added_on_its_rows(
     seen: list[tuple[int, int]] = []
     real = kernels._scatter_flat
     monkeypatch.setattr(
-        kernels, "_scatter_flat", lambda s, f, a, n: seen.append((s.ndim, a)) or real(s, f, a, n)
+        kernels,
+        "_scatter_flat",
+        lambda s, f, a, n, *p: seen.append((s.ndim, a)) or real(s, f, a, n, *p),
     )
     wide = torch.complex128 if dtype == "complex64" else torch.int64
     got = gatherx.gather_grad(shape, idx, grad, axis=axis)
@@ -378,7 +380,9 @@ def test_torch_gradient_on_short_rows_under_vmap(monkeypatch, row) -> None:
     seen: list[tuple[int, int]] = []
     real = kernels._scatter_flat
     monkeypatch.setattr(
-        kernels, "_scatter_flat", lambda s, f, a, n: seen.append((s.ndim, a)) or real(s, f, a, n)
+        kernels,
+        "_scatter_flat",
+        lambda s, f, a, n, *p: seen.append((s.ndim, a)) or real(s, f, a, n, *p),
     )
     rng = np.random.default_rng(6)
     shape = (3, 5, row)
@@ -393,3 +397,27 @@ def test_torch_gradient_on_short_rows_under_vmap(monkeypatch, row) -> None:
         want = np.stack([_oracle(shape, idx[b], grad[b].numpy(), 1) for b in range(2)])
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
     assert seen == [(2, 1), (2, 1)]
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis", "n"), [((6, 40, 1), 1, 200), ((6, 40, 3), 1, 300), ((3, 4, 50, 2), 2, 500)]
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_torch_gradient_on_short_rows_sums_as_index_add_in_index_order(
+    shape, axis, n, dtype, layout
+):
+    """On the (pre, n x row) view each slot's values are added in index order, as ATen's own
+    ``index_add_`` on the table's shape adds them: the same float bits, from a contiguous or a
+    transposed (copied by the view's reshape) random gradient."""
+    torch = need("torch")
+    gen = torch.Generator().manual_seed(n)
+    idx = torch.randint(-shape[axis], shape[axis], (n,), generator=gen)
+    grad_shape = (*shape[:axis], n, *shape[axis + 1 :])
+    grad = torch.randn(grad_shape[::-1], generator=gen, dtype=getattr(torch, dtype))
+    grad = grad.permute(*reversed(range(len(shape))))
+    if layout == "contiguous":
+        grad = grad.contiguous()
+    assert grad.shape == grad_shape
+    want = torch.zeros(shape, dtype=grad.dtype).index_add_(axis, idx % shape[axis], grad)
+    assert torch.equal(gatherx.gather_grad(shape, idx, grad, axis=axis), want)

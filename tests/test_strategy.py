@@ -410,6 +410,10 @@ def test_torch_rows_gathered_on_contiguous_data_or_its_copy():
     np.take's values, forward and ``out=``."""
     torch = need("torch")
     kernels = importlib.import_module("gatherx._backends.torch.kernels")
+    for contiguous, want_plan in ((True, "gather"), (False, "as_is")):
+        plan = st.torch_layout_plan("cpu", (2, 20, 3000, 2), 2, 1000, False, 1, False, True,
+                                    contiguous, 8)  # fmt: skip
+        assert plan == want_plan
     base = torch.arange(2 * 20 * 3000 * 4, dtype=torch.float64).reshape(2, 20, 3000, 4)
     idx = np.arange(1000) * 7 % 6000 - 3000
     for data, want in (

@@ -285,8 +285,8 @@ def select(
     """``source`` gathered along ``axis`` at a checked, non-negative 1-D ``flat`` by the
     kernel of the :func:`layout` ``plan`` (``blocks``, ``columns``: contiguous ``source``
     only), in ``source``'s shape with ``flat``'s length on ``axis`` (``blocks``, ``columns``
-    and ``gather`` of contiguous ``source``: in the shape of their view, ``(pre, n)`` for
-    ``gather``); written into ``out`` of that shape if given."""
+    and ``gather`` of contiguous ``source``: in the shape of their view, ``(pre, n x row)``
+    for ``gather``); written into ``out`` of that shape if given."""
     if plan == "as_is":
         return torch.index_select(source, axis, flat, out=out)
     if plan == "broadcast":  # (reads no index value: any of the index's length will do)
@@ -298,7 +298,8 @@ def select(
     n = flat.shape[0]
     sizes = source.shape  # blocks: (pre, size, post) on dim 1; columns: (pre, 1, size, 1) on 2
     pre = math.prod(sizes[:axis])
-    if plan == "gather":  # the index expanded over the outer rows: a view, no copy
+    if plan == "gather":  # the index expanded over the outer rows: a view, no copy (rows of
+        # more than one element: first over each row's elements, n x row values)
         if source.is_contiguous():
             # on the (pre, size x row) view: gather's loop runs 2-3x slower over the data's
             # own dims where one of them has length 1 (docs/performance_details.md); rows of
@@ -340,18 +341,22 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
     if row:  # on (pre, n x row) views, the axis last, at the index over each row's elements
         table = [*dims[:axis], size, *dims[axis + k :]]
         lines = grad.reshape(math.prod(dims[:axis]), -1)
+        n = flat.shape[0]
         if row > 1:
             flat = (flat.view(-1, 1) * row + torch.arange(row, device=flat.device)).view(-1)
-        return _scatter_flat(lines, flat, 1, size * row).view(table)
+        return _scatter_flat(lines, flat, 1, size * row, n).view(table)
     if k != 1:  # (flatten has no batching rule for vmap over the backward)
         dims[axis : axis + k] = [flat.shape[0]]
         grad = grad.reshape(dims)
     return _scatter_flat(grad, flat, axis, size)
 
 
-def _scatter_flat(source: torch.Tensor, flat: torch.Tensor, axis: int, size: int) -> torch.Tensor:
+def _scatter_flat(
+    source: torch.Tensor, flat: torch.Tensor, axis: int, size: int, positions: int = 0
+) -> torch.Tensor:
     """:func:`scatter_add` of ``source``, the gradient with its index's dimensions as one on
-    ``axis``, at the 1-D ``flat``."""
+    ``axis``, at the 1-D ``flat``; ``positions``: the index's own count where ``flat`` is it
+    expanded over each row's elements (half precision plans by that count)."""
     dtype = source.dtype
     shape = list(source.shape)
     shape[axis] = size
@@ -364,7 +369,7 @@ def _scatter_flat(source: torch.Tensor, flat: torch.Tensor, axis: int, size: int
         host = eager and flat.is_cpu
         repeated = not host or _rules.may_repeat(n, flat.tolist)
         rows = rows_summed_in_float32 if host else None
-        plan = torch_half_grad_plan(shape, axis, n, repeated, rows)
+        plan = torch_half_grad_plan(shape, axis, positions or n, repeated, rows)
         if plan == "as_given":
             return _one_each(source, flat, axis, size)
         if eager:
