@@ -307,6 +307,19 @@ def test_torch_small_gradient_on_dim_0_added_at_the_index_as_given(
             gatherx.gather_grad(shape, torch.from_numpy(bad), grad)
 
 
+def _scatter_views(monkeypatch) -> list[tuple[int, int]]:
+    """The (rank, axis) of the gradient each PyTorch scatter-add adds, as it runs."""
+    kernels = importlib.import_module("gatherx._backends.torch.kernels")
+    seen: list[tuple[int, int]] = []
+    real = kernels._scatter_flat
+    monkeypatch.setattr(
+        kernels,
+        "_scatter_flat",
+        lambda s, f, a, n, *p: seen.append((s.ndim, a)) or real(s, f, a, n, *p),
+    )
+    return seen
+
+
 @pytest.mark.parametrize(
     ("shape", "axis", "index_shape", "rows"),
     [((5, 7, 1), 1, (32,), True), ((5, 7, 1), 1, (31,), False),
@@ -331,8 +344,6 @@ def test_torch_gradient_on_short_rows_added_on_its_rows(
     9. np.add.at's sums (half precision: summed once, then rounded), through ``gather_grad``
     and the backward of ``gather``; the index is never written."""
     torch = need("torch")
-    kernels = importlib.import_module("gatherx._backends.torch.kernels")
-
     rng = np.random.default_rng(5)
     ax = axis % len(shape)
     size = shape[ax]
@@ -348,13 +359,7 @@ def test_torch_gradient_on_short_rows_added_on_its_rows(
     moved = np.moveaxis(grad_host, list(range(ax, ax + len(index_shape))),
                         list(range(len(index_shape))))  # fmt: skip
     np.add.at(np.moveaxis(want, ax, 0), values % size, moved)
-    seen: list[tuple[int, int]] = []
-    real = kernels._scatter_flat
-    monkeypatch.setattr(
-        kernels,
-        "_scatter_flat",
-        lambda s, f, a, n, *p: seen.append((s.ndim, a)) or real(s, f, a, n, *p),
-    )
+    seen = _scatter_views(monkeypatch)
     wide = torch.complex128 if dtype == "complex64" else torch.int64
     got = gatherx.gather_grad(shape, idx, grad, axis=axis)
     assert got.dtype == grad.dtype
@@ -376,14 +381,7 @@ def test_torch_gradient_on_short_rows_under_vmap(monkeypatch, row) -> None:
     """vmap over the index (the gradient unbatched) and over both, on the (pre, n x row)
     view."""
     torch = need("torch")
-    kernels = importlib.import_module("gatherx._backends.torch.kernels")
-    seen: list[tuple[int, int]] = []
-    real = kernels._scatter_flat
-    monkeypatch.setattr(
-        kernels,
-        "_scatter_flat",
-        lambda s, f, a, n, *p: seen.append((s.ndim, a)) or real(s, f, a, n, *p),
-    )
+    seen = _scatter_views(monkeypatch)
     rng = np.random.default_rng(6)
     shape = (3, 5, row)
     idx = rng.integers(-5, 5, (2, 130))

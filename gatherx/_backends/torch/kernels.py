@@ -279,6 +279,15 @@ def layout(
     return "as_is"
 
 
+def over_rows(flat: torch.Tensor, row: int) -> torch.Tensor:
+    """The 1-D index ``flat`` into a dim followed by rows of ``row`` elements, expanded into
+    the positions of each row's elements on that dim and the rows seen as one (``flat`` itself
+    on rows of one)."""
+    if row == 1:
+        return flat
+    return (flat.view(-1, 1) * row + torch.arange(row, device=flat.device)).view(-1)
+
+
 def select(
     source: torch.Tensor, axis: int, flat: torch.Tensor, plan: str, out: torch.Tensor | None = None
 ) -> torch.Tensor:
@@ -307,9 +316,7 @@ def select(
             row = math.prod(sizes[axis + 1 :])
             into = None if out is None else out.view(pre, n * row)
             lines = source.view(pre, sizes[axis] * row)
-            at = flat.view(1, n)
-            if row > 1:
-                at = (flat.view(-1, 1) * row + torch.arange(row, device=flat.device)).view(1, -1)
+            at = over_rows(flat, row).view(1, -1)
             return torch.gather(lines, 1, at.expand(pre, n * row), out=into)
         shape = list(sizes)
         shape[axis] = n
@@ -342,9 +349,7 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
         table = [*dims[:axis], size, *dims[axis + k :]]
         lines = grad.reshape(math.prod(dims[:axis]), -1)
         n = flat.shape[0]
-        if row > 1:
-            flat = (flat.view(-1, 1) * row + torch.arange(row, device=flat.device)).view(-1)
-        return _scatter_flat(lines, flat, 1, size * row, n).view(table)
+        return _scatter_flat(lines, over_rows(flat, row), 1, size * row, n).view(table)
     if k != 1:  # (flatten has no batching rule for vmap over the backward)
         dims[axis : axis + k] = [flat.shape[0]]
         grad = grad.reshape(dims)
