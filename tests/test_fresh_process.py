@@ -405,7 +405,7 @@ def test_first_call_with_out(framework, first, layout):
 
 
 # A scalar index, gather_grad eagerly (on short rows too) and under torch.func with batched
-# indices and one gradient, and strided data at a 2-D index:
+# indices and one gradient, short rows gathered, and strided data at a 2-D index:
 # each mode's first call in a fresh process, then good and bad calls in alternation.
 SCALAR_SCRIPT = r"""
 import json, sys, warnings
@@ -427,6 +427,11 @@ def run(good):
     if mode == "eager_grad":
         idx = torch.tensor([0, -1] if good else [0, 5])
         return gatherx.gather_grad((5,), idx, torch.ones(2))
+    if mode == "rows_forward":  # rows of 2 behind 40 outer rows: torch.gather on a view
+        idx = torch.tensor([-1, 0, 1, 2, 29] * 100)
+        if not good:
+            idx[-1] = 30
+        return gatherx.gather(torch.arange(2400.0).reshape(40, 30, 2), idx, axis=1)
     if mode == "rows_grad":  # short rows behind an outer axis: added on the (pre, n x row) view
         idx = torch.tensor([-1, 0, 1, 2, 3] * 26)
         if not good:
@@ -476,6 +481,10 @@ SCALAR_MODES = {
     "eager_grad": (
         np.array([1.0, 0, 0, 0, 1]),
         "IndexError: gather_grad: indices element out of data bounds, idx=5 at position (1,)",
+    ),
+    "rows_forward": (
+        np.take(np.arange(2400.0).reshape(40, 30, 2), [-1, 0, 1, 2, 29] * 100, axis=1),
+        "IndexError: gather: indices element out of data bounds, idx=30 at position (499,)",
     ),
     "rows_grad": (
         np.full((2, 5, 2), 26.0),
