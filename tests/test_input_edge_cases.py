@@ -27,6 +27,15 @@ def test_out_of_range_index_with_an_empty_output(backend, xp, shape, axis, kind)
         gatherx.gather(data, indices, axis=axis)
 
 
+@pytest.mark.parametrize(("shape", "axis"), [((0, 3), 1), ((3, 0), 0), ((2, 0, 4), 2)], ids=str)
+def test_gather_grad_checks_its_index_with_an_empty_gradient(backend, xp, shape, axis):
+    """An empty gradient adds nothing, and its indices are still checked."""
+    grad_shape = (*shape[:axis], 1, *shape[axis + 1 :])
+    grad = from_numpy(backend, np.zeros(grad_shape, np.float32))
+    with pytest.raises(IndexError, match=r"idx=7 at position \(0,\)"):
+        gatherx.gather_grad(shape, [7], grad, axis=axis)
+
+
 def test_out_of_range_index_with_an_empty_output_through_onnx_run():
     need("onnx")
     from onnx import helper

@@ -138,6 +138,34 @@ def test_half_gather_grad_at_distinct_indices_copies_each_slice(
     assert not widened
 
 
+_EMPTY_GRAD_DTYPES = [torch.float16, torch.bfloat16, torch.float64, torch.complex64]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "requires_grad"),
+    [*((d, r) for d in _EMPTY_GRAD_DTYPES for r in (False, True)),
+     (torch.int8, False), (torch.uint16, False)],
+    ids=str,
+)  # fmt: skip
+@pytest.mark.parametrize(
+    ("shape", "ids", "axis"),
+    [((5, 3), np.zeros((0,), np.int64), 0), ((4, 2), np.zeros((2, 0), np.int64), 0),
+     ((3, 0), np.array([2, -1]), 0), ((2, 0, 4), np.array([[0], [-1]]), 0)],
+)  # fmt: skip
+def test_gather_grad_of_an_empty_gradient_is_zeros(dtype, shape, ids, axis, requires_grad):
+    """Nothing to add (an empty index, or empty slices): zeros of the data's shape and the
+    gradient's dtype, differentiable where the gradient requires grad."""
+    grad_shape = (*shape[:axis], *ids.shape, *shape[axis + 1 :])
+    grad = torch.zeros(grad_shape, dtype=dtype, requires_grad=requires_grad)
+    got = gatherx.gather_grad(shape, torch.from_numpy(ids), grad, axis=axis)
+    assert got.dtype == dtype
+    assert torch.equal(got.detach(), torch.zeros(shape, dtype=dtype))  # (as bits: uint16 too)
+    assert got.requires_grad == requires_grad
+    if requires_grad:
+        (upstream,) = torch.autograd.grad(got, grad, torch.ones(shape, dtype=dtype))
+        assert upstream.shape == grad.shape
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 def test_half_gather_grad_at_few_repeated_indices_sums_in_float32(dtype):
     """Three slices on one slot: 1024 + 0.5 + 0.5 rounds to 1024 at each step in half

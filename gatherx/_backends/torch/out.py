@@ -168,7 +168,7 @@ class TorchOut(OutWriter):
         if out.ndim != data.ndim:  # else out has the shape already: a 1-D index
             shape = list(data.shape)
             shape[axis] = n
-            out = out.view(shape)
+            out = out.view(*shape)
         kernels.select(data, axis, flat, kernel, out=out)
 
 
