@@ -432,6 +432,11 @@ def run(good):
         if not good:
             idx[-1] = 30
         return gatherx.gather(torch.arange(2400.0).reshape(40, 30, 2), idx, axis=1)
+    if mode == "elements":  # rows of 8 bytes, each read as one int64 element
+        idx = torch.tensor([-1, 0, 1, 2, 29] * 500)
+        if not good:
+            idx[-1] = 30
+        return gatherx.gather(torch.arange(60.0).reshape(30, 2), idx)
     if mode == "rows_grad":  # short rows behind an outer axis: added on the (pre, n x row) view
         idx = torch.tensor([-1, 0, 1, 2, 3] * 26)
         if not good:
@@ -485,6 +490,10 @@ SCALAR_MODES = {
     "rows_forward": (
         np.take(np.arange(2400.0).reshape(40, 30, 2), [-1, 0, 1, 2, 29] * 100, axis=1),
         "IndexError: gather: indices element out of data bounds, idx=30 at position (499,)",
+    ),
+    "elements": (
+        np.take(np.arange(60.0).reshape(30, 2), [-1, 0, 1, 2, 29] * 500, axis=0),
+        "IndexError: gather: indices element out of data bounds, idx=30 at position (2499,)",
     ),
     "rows_grad": (
         np.full((2, 5, 2), 26.0),

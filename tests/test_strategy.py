@@ -430,6 +430,52 @@ def test_torch_rows_gathered_on_contiguous_data_or_its_copy():
         np.testing.assert_array_equal(into.numpy(), expect)
 
 
+@pytest.mark.parametrize(
+    "dtype", ["float32", "float16", "bfloat16", "uint8", "bool", "complex64", "uint16", "float64"]
+)
+@pytest.mark.parametrize(("shape", "axis"), [((3000, 2), 0), ((1, 3000, 1), 1), ((3000, 2, 2), 0)])
+def test_torch_rows_read_as_elements(dtype, shape, axis):
+    """Rows of 1-8 bytes with only ones before the axis, read as one integer element each
+    (``elements``): np.take's values at a 1-D and a 2-D index, of data at every storage
+    offset, contiguous or not, into ``out=`` at every offset, and index_select's gradient."""
+    torch = need("torch")
+    kernels = importlib.import_module("gatherx._backends.torch.kernels")
+    dt = getattr(torch, dtype)
+    wide = torch.complex128 if dt.is_complex else torch.float64
+    size, n = shape[axis], math.prod(shape)
+    rng = np.random.default_rng(3)
+    base = torch.from_numpy(rng.integers(0, 2, 2 * n + 8)).to(dt)
+    idx = rng.integers(-size, size, 2500)
+    row_elements = n // size
+    fits = row_elements * base.element_size() in (1, 2, 4, 8)  # (complex64 pairs: 16 bytes)
+    for start in range(8):  # rows of one, two or four elements: some offsets start between
+        data = base[start : start + n].view(shape)
+        elements = fits and start % row_elements == 0
+        plan = kernels.plan_of(data, axis, idx.size, 1)
+        assert plan == ("elements" if elements else "as_is", False)
+        strided = base[start : start + 2 * n : 2].view(shape)
+        for src in (data, strided):
+            for index in (idx, idx.reshape(50, 50)):
+                want = np.take(src.to(wide).numpy(), index, axis=axis)
+                got = gatherx.gather(src, torch.from_numpy(index), axis=axis)
+                np.testing.assert_array_equal(got.to(wide).numpy(), want)
+                for at in (0, 1):
+                    into = torch.zeros(want.size + 1, dtype=dt)[at : at + want.size]
+                    gatherx.gather(
+                        src, torch.from_numpy(index), axis=axis, out=into.view(want.shape)
+                    )
+                    np.testing.assert_array_equal(into.view(want.shape).to(wide).numpy(), want)
+    if dt.is_floating_point:
+        leaf = base[:n].view(shape).clone().requires_grad_(True)
+        seed = torch.ones(*shape[:axis], idx.size, *shape[axis + 1 :], dtype=dt)
+        (g,) = torch.autograd.grad(gatherx.gather(leaf, torch.from_numpy(idx), axis=axis), leaf,
+                                   seed)  # fmt: skip
+        ref = leaf.detach().clone().requires_grad_(True)
+        (r,) = torch.autograd.grad(torch.index_select(ref, axis, torch.from_numpy(idx % size)),
+                                   ref, seed)  # fmt: skip
+        torch.testing.assert_close(g, r, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("values", [[[3, -1], [0, -50]], [[3, 1], [0, 49]]])
 def test_torch_take_with_grad_at_the_checked_index(monkeypatch, values):
     """With grad required, gatherx's Function reads 1-D data at an index of two dimensions
@@ -589,7 +635,11 @@ def test_torch_take_plan_branches(shape, n, index_ndim, negative, int64, contigu
      ("cpu", (128, 9), 1, 32, False, "gather"), ("cpu", (128, 9), 1, 31, False, "columns"),
      ("cpu", (127, 9), 1, 32, False, "columns"), ("cpu", (63, 9), 1, 64, False, "as_is"),
      ("cpu", (128, 9, 2), 1, 99, False, "as_is"),
-     ("cpu", (1, 9), 1, 9999, False, "as_is"), ("cpu", (9999, 1), 0, 9999, False, "as_is"),
+     ("cpu", (1, 9), 1, 9999, False, "elements"), ("cpu", (9999, 1), 0, 9999, False, "elements"),
+     # rows of 1, 2, 4 or 8 bytes with only ones before the axis, from 2048 indices
+     ("cpu", (9999, 1), 0, 2047, False, "as_is"), ("cpu", (1, 1, 99, 2), 2, 2048, True, "elements"),
+     ("cpu", (99, 3), 0, 4096, False, "as_is"), ("cpu", (2, 99, 2), 1, 4096, False, "as_is"),
+     ("cpu", (99, 1, 1), 0, 2048, False, "elements"), ("cuda", (9999, 1), 0, 9999, False, "as_is"),
      ("cpu", (128, 9), 1, 1024, True, "gather"), ("cpu", (128, 9), 1, 1023, True, "as_is"),
      ("cpu", (2, 2, 9, 1), 2, 2**15, True, "gather"),
      ("cpu", (2, 2, 9, 1), 2, 2**15 - 1, True, "blocks"),
@@ -659,12 +709,16 @@ def test_torch_gather_plan_fewest_indices_by_itemsize(itemsize, n, want):
     [(True, "as_is", 0, 9, 4, "into"), (True, "gather", 2, 9, 1, "into"),
      (False, "as_is", 0, 9, 4, "copy"), (True, "indexing", 0, 256, 4, "index_select"),
      (True, "indexing", 0, 257, 4, "copy"), (True, "indexing", 0, 10**6, 1, "index_select"),
+     (True, "elements", 0, 4096, 2, "into"), (False, "elements", 0, 4096, 2, "copy"),
      (True, "indexing", 1, 9, 1, "copy"), (False, "indexing", 0, 9, 4, "copy"),
      (True, "indexing", 2, 9, 1, "index_select"), (True, "indexing", 3, 10**6, 4, "index_select"),
      (False, "indexing", 2, 9, 1, "copy")],
 )  # fmt: skip
 def test_torch_out_plan_branches(contiguous_out, forward, axis, n, post, want):
     assert st.torch_out_plan(contiguous_out, forward, axis, n, post) == want
+    # an out that starts between two of the forward's elements: index_select writes it
+    whole = st.torch_out_plan(contiguous_out, forward, axis, n, post, False)
+    assert whole == ("copy" if not contiguous_out else "index_select")
 
 
 @pytest.mark.parametrize(
@@ -922,7 +976,7 @@ def test_torch_eager_plans_are_the_rules_plans(monkeypatch):
     torch = need("torch")
     from gatherx._backends.torch import kernels
 
-    shapes = [(7,), (50, 40), (6, 5, 300), (2, 3, 4, 5000)]
+    shapes = [(7,), (50, 40), (6, 5, 300), (2, 3, 4, 5000), (60, 2)]
     calls = []
     for shape in shapes:
         full = torch.zeros(*shape[:-1], 2 * shape[-1])

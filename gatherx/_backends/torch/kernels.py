@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import cast
 
 import torch
 
 from ... import _policy, _rules
 from ..._strategy import (
+    TORCH_ELEMENTS_MIN_INDICES,
     TORCH_ROW_SUMS_MIN_ROW,
     half_grad_plan,
     half_grad_slice,
@@ -34,7 +36,10 @@ _FLOAT32 = torch.float32
 _INT64 = torch.int64
 #: The plans that read the index as given, negative positions included: no wrap.
 AS_GIVEN = frozenset({"indexing", "take", "take_negative", "broadcast"})
-_VIEWS = frozenset({"blocks", "columns", "gather"})  # those that read the data through a view
+# those that read the data through a view
+_VIEWS = frozenset({"blocks", "columns", "gather", "elements"})
+#: The integer dtype of each width: the element a row of that many bytes is read as.
+_ROW_ELEMENT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 HALF = frozenset(getattr(torch, name) for name in _rules.HALF_DTYPES)
 _INDEX_NAMES = {torch.int32: "int32", torch.int64: "int64"}
 
@@ -160,9 +165,11 @@ def eager_plan(
     rank, sign and dtype: a call that recurs reads its plan in one lookup (0.4 us) where the
     rules' Python costs 1-2 us (the plan at once of :func:`at_once` is not stored)."""
     contiguous = data.is_contiguous()
-    if contiguous and at_once(axis, index_ndim, negative, data.ndim, contiguous):
+    if contiguous and at_once(axis, n_index, index_ndim, negative, data.ndim, contiguous):
         return _AS_IS
-    key = (data.shape, data.dtype, contiguous, axis, n_index, index_ndim, negative, int64)
+    # (the offset modulo 8 elements: whether rows of up to 8 bytes start at a whole element)
+    offset = data.storage_offset() % 8
+    key = (data.shape, data.dtype, contiguous, offset, axis, n_index, index_ndim, negative, int64)
     plan = _EAGER_PLANS.get(key)
     if plan is None:
         if len(_EAGER_PLANS) >= EAGER_PLANS_KEPT:
@@ -171,15 +178,19 @@ def eager_plan(
     return plan
 
 
-def at_once(axis: int, index_ndim: int, negative: bool | None, ndim: int, contiguous: bool) -> bool:
+def at_once(
+    axis: int, n_index: int, index_ndim: int, negative: bool | None, ndim: int, contiguous: bool
+) -> bool:
     """Whether :func:`gatherx._strategy.torch_layout_plan` says ``as_is`` for these before any
     other test: dim 0 at a 1-D or 0-d index with no negative value (a sign not read yet,
-    ``negative`` None, matters on contiguous 1-D data only)."""
+    ``negative`` None, matters on contiguous 1-D data only), on 1-D or non-contiguous data or
+    at fewer indices than ``elements`` takes."""
     return (
         axis == 0
         and index_ndim < 2
         and not negative
         and not (negative is None and ndim == 1 and contiguous)
+        and (ndim == 1 or not contiguous or n_index < TORCH_ELEMENTS_MIN_INDICES)
     )
 
 
@@ -247,6 +258,13 @@ def view_as(x: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
     return x.view(*shape) if shape else x.view(shape)
 
 
+def element_starts(x: torch.Tensor, like: torch.Tensor, axis: int) -> bool:
+    """Whether ``x`` starts in its storage where an element of the ``elements`` plan of
+    ``like`` (one a row after ``axis``) can: at a multiple of the row's bytes."""
+    row = math.prod(like.shape[axis + 1 :]) * like.element_size()
+    return x.storage_offset() * x.element_size() % row == 0
+
+
 def _indexed(source: torch.Tensor, axis: int, index: torch.Tensor) -> torch.Tensor:
     """``source[..., index, ...]`` with ``index`` on ``axis``: its dimensions in the axis's
     place."""
@@ -264,25 +282,26 @@ def layout(
 ) -> str:
     """:func:`gatherx._strategy.torch_layout_plan` for ``source`` (``contiguous``: whether
     it is): its plans for plain tensors in plain eager code, ``as_is`` for any other."""
-    if at_once(axis, index_ndim, negative, source.ndim, contiguous):  # (most calls: first)
+    if at_once(axis, n_index, index_ndim, negative, source.ndim, contiguous):  # (most calls)
         return "as_is"
-    kind = "cpu" if source.is_cpu else "other"
-    float32 = source.dtype is _FLOAT32
-    plan = torch_layout_plan(
-        kind,
+    if not (type(source) in PLAIN_TYPES and plain_eager()):
+        return "as_is"  # (compiled, traced or transformed: nothing read of the tensor's memory)
+    itemsize = source.element_size()
+    # where the data starts in its storage (a copy: at its start)
+    offset = cast(int, source.storage_offset()) * itemsize if source.is_contiguous() else 0
+    return torch_layout_plan(
+        "cpu" if source.is_cpu else "other",
         source.shape,
         axis,
         n_index,
-        float32,
+        source.dtype is _FLOAT32,
         index_ndim,
         negative,
         int64,
         contiguous,
-        source.element_size(),
+        itemsize,
+        offset,
     )
-    if plan == "as_is" or (type(source) in PLAIN_TYPES and plain_eager()):
-        return plan
-    return "as_is"
 
 
 def over_rows(flat: torch.Tensor, row: int) -> torch.Tensor:
@@ -306,6 +325,13 @@ def select(
         return torch.index_select(source, axis, flat, out=out)
     if plan == "broadcast":  # (reads no index value: any of the index's length will do)
         return broadcast(source, axis, flat.shape[0], out)
+    if plan == "elements":  # each row one integer element: 1-D data, in its dtype flat
+        dtype, sizes = source.dtype, source.shape
+        wide = _ROW_ELEMENT[math.prod(sizes[axis + 1 :]) * source.element_size()]
+        into = None if out is None else out.view(-1).view(wide)
+        lines = source.view(-1)
+        got = torch.index_select(lines if wide is dtype else lines.view(wide), 0, flat, out=into)
+        return got if wide is dtype else got.view(dtype)
     if plan == "gather" and source.dtype in GATHER_TWIN:
         into = None if out is None else signed_view(out, GATHER_TWIN)
         moved = select(signed_view(source, GATHER_TWIN), axis, flat, plan, into)
