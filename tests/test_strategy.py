@@ -289,8 +289,12 @@ TORCH_FORWARD = [
     ((50,), (np.arange(9000) % 50).reshape(90, 100), 0, 1),
     # an index of 8 MiB or more into at most as many: torch.take as well
     ((2**19,), (np.arange(2**20) * 7919 % 2**20 - 2**19).reshape(2**10, 2**10), 0, 2),
-    # rows of 2-4 elements behind more than 16 outer rows: torch.gather on (pre, size x row)
+    # rows of 2-4 elements behind more than 16 outer rows: torch.gather on (pre, size x row),
+    # or rows of 8 bytes (float32 pairs) as one int64 element on (pre, size)
     ((40, 30, 2), np.arange(500) * 7 % 60 - 30, 1, 1),
+    ((40, 30, 3), np.arange(500) * 7 % 60 - 30, 1, 1),
+    # rows of 4 or 8 bytes with only ones before the axis, from 2048 indices: 1-D data
+    ((1, 300, 1), np.arange(2100) * 7 % 600 - 300, 1, 2),
     ((3, 8, 25, 4), (np.arange(800) * 3 % 50 - 25).reshape(40, 20), 2, 2),
 ]
 
@@ -324,7 +328,7 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
     args = ("cpu", shape, ax, idx.size, float32)
     plans = []
     for k, negative in ((idx.ndim, sign if read else None), (1, None)):  # out=: as one dim
-        plan = st.torch_layout_plan(*args, k, negative, int64)
+        plan = st.torch_layout_plan(*args, k, negative, int64, True, host.itemsize)
         if plan == "take_negative":
             plan = "take" if sign else st.torch_layout_plan(*args, k, False, int64)
         plans.append(plan)
@@ -385,7 +389,14 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
             "blocks": ("index_select", (pre, size, post), 1),
             "gather": ("gather", (pre, size * post), 1),  # the rows, behind their outer rows
             "columns": ("index_select", (pre, 1, size, 1), 2),
+            # each row one integer element: 1-D data, or (outer rows, size)
+            "elements": ("index_select", (size,), 0),
+            "gather_elements": ("gather", (pre, size), 1),
         }[plan]
+        row = post
+        if plan in ("elements", "gather_elements"):  # the row's bytes as one integer
+            assert source.element_size() == post * host.itemsize
+            row = 1
         assert kernel == want_kernel
         assert source is data if plan == "as_is" else source.data_ptr() == data.data_ptr()
         assert (tuple(source.shape), dim) == (want_shape, want_dim)
@@ -397,7 +408,7 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
             used = used[tuple(slice(None) if d == dim else 0 for d in range(used.ndim))]
             # each position over its row's elements
             np.testing.assert_array_equal(
-                used.numpy(), (wrapped[:, None] * post + np.arange(post)).reshape(-1)
+                used.numpy(), (wrapped[:, None] * row + np.arange(row)).reshape(-1)
             )
             continue
         np.testing.assert_array_equal(used.numpy(), wrapped)
@@ -433,11 +444,17 @@ def test_torch_rows_gathered_on_contiguous_data_or_its_copy():
 @pytest.mark.parametrize(
     "dtype", ["float32", "float16", "bfloat16", "uint8", "bool", "complex64", "uint16", "float64"]
 )
-@pytest.mark.parametrize(("shape", "axis"), [((3000, 2), 0), ((1, 3000, 1), 1), ((3000, 2, 2), 0)])
-def test_torch_rows_read_as_elements(dtype, shape, axis):
-    """Rows of 1-8 bytes with only ones before the axis, read as one integer element each
-    (``elements``): np.take's values at a 1-D and a 2-D index, of data at every storage
-    offset, contiguous or not, into ``out=`` at every offset, and index_select's gradient."""
+@pytest.mark.parametrize(
+    ("shape", "axis", "plans"),
+    [((3000, 2), 0, ("elements", "as_is")), ((1, 3000, 1), 1, ("elements", "as_is")),
+     ((3000, 2, 2), 0, ("elements", "as_is")), ((20, 300, 2), 1, ("gather_elements", "gather"))],
+)  # fmt: skip
+def test_torch_rows_read_as_elements(dtype, shape, axis, plans):
+    """Rows of 1-8 bytes read as one integer element each, with only ones before the axis
+    (``elements``) or behind outer rows (``gather_elements``): np.take's values at a 1-D and a
+    2-D index, of data at every storage offset, contiguous or not, into ``out=`` at every
+    offset, and index_select's gradient; rows that start between two such elements (or hold
+    16 bytes) take the plan for their elements as given."""
     torch = need("torch")
     kernels = importlib.import_module("gatherx._backends.torch.kernels")
     dt = getattr(torch, dtype)
@@ -446,13 +463,15 @@ def test_torch_rows_read_as_elements(dtype, shape, axis):
     rng = np.random.default_rng(3)
     base = torch.from_numpy(rng.integers(0, 2, 2 * n + 8)).to(dt)
     idx = rng.integers(-size, size, 2500)
-    row_elements = n // size
+    row_elements = math.prod(shape[axis + 1 :])
     fits = row_elements * base.element_size() in (1, 2, 4, 8)  # (complex64 pairs: 16 bytes)
+    if plans[0] == "gather_elements":
+        fits = fits and row_elements > 1  # (a row of one element: the columns' rules)
     for start in range(8):  # rows of one, two or four elements: some offsets start between
         data = base[start : start + n].view(shape)
         elements = fits and start % row_elements == 0
         plan = kernels.plan_of(data, axis, idx.size, 1)
-        assert plan == ("elements" if elements else "as_is", False)
+        assert plan == (plans[0] if elements else plans[1], False)
         strided = base[start : start + 2 * n : 2].view(shape)
         for src in (data, strided):
             for index in (idx, idx.reshape(50, 50)):
@@ -659,11 +678,14 @@ def test_torch_take_plan_branches(shape, n, index_ndim, negative, int64, contigu
      ("cuda", (2, 1, 9, 7), 2, 99, False, "as_is"), ("cuda", (128, 9), 1, 99, False, "as_is"),
      # rows of 2-4 behind more than 16 outer rows, 2^14 (outer row, index) pairs, rows of
      # the axis within 1 MiB: gather at the index over each row's elements
-     ("cpu", (17, 99, 2), 1, 964, False, "gather"), ("cpu", (17, 99, 2), 1, 963, False, "as_is"),
-     ("cpu", (17, 99, 2), 1, 964, True, "gather"), ("cpu", (16, 99, 2), 1, 2000, False, "as_is"),
+     ("cpu", (17, 99, 3), 1, 964, False, "gather"), ("cpu", (17, 99, 3), 1, 963, False, "as_is"),
+     ("cpu", (17, 99, 3), 1, 964, True, "gather"), ("cpu", (16, 99, 3), 1, 2000, False, "as_is"),
+     # rows of 2, 4 or 8 bytes (itemsize 4 here: rows of 2): one integer element a row
+     ("cpu", (17, 99, 2), 1, 964, False, "gather_elements"),
+     ("cpu", (17, 99, 2), 1, 963, False, "as_is"),
      ("cpu", (2048, 99, 4), 1, 8, False, "gather"), ("cpu", (2048, 99, 4), 1, 7, False, "as_is"),
      ("cpu", (2048, 99, 5), 1, 99, False, "as_is"), ("cpu", (4, 5, 99, 3), 2, 999, False, "gather"),
-     ("cpu", (64, 2**17, 2), 1, 256, False, "gather"),
+     ("cpu", (64, 2**17, 2), 1, 256, False, "gather_elements"),
      ("cpu", (64, 2**17 + 1, 2), 1, 256, False, "as_is"),
      ("cuda", (17, 99, 2), 1, 964, False, "as_is"),
      # (indices, index rank) of two or more dimensions: advanced indexing up to 8192 outputs

@@ -37,7 +37,9 @@ _INT64 = torch.int64
 #: The plans that read the index as given, negative positions included: no wrap.
 AS_GIVEN = frozenset({"indexing", "take", "take_negative", "broadcast"})
 # those that read the data through a view
-_VIEWS = frozenset({"blocks", "columns", "gather", "elements"})
+_VIEWS = frozenset({"blocks", "columns", "gather", "elements", "gather_elements"})
+#: Those that read each row after the axis as one integer element.
+ELEMENT_PLANS = frozenset({"elements", "gather_elements"})
 #: The integer dtype of each width: the element a row of that many bytes is read as.
 _ROW_ELEMENT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 HALF = frozenset(getattr(torch, name) for name in _rules.HALF_DTYPES)
@@ -325,12 +327,20 @@ def select(
         return torch.index_select(source, axis, flat, out=out)
     if plan == "broadcast":  # (reads no index value: any of the index's length will do)
         return broadcast(source, axis, flat.shape[0], out)
-    if plan == "elements":  # each row one integer element: 1-D data, in its dtype flat
+    if plan in ELEMENT_PLANS:  # each row one integer element; the result flat, in its dtype
         dtype, sizes = source.dtype, source.shape
         wide = _ROW_ELEMENT[math.prod(sizes[axis + 1 :]) * source.element_size()]
         into = None if out is None else out.view(-1).view(wide)
         lines = source.view(-1)
-        got = torch.index_select(lines if wide is dtype else lines.view(wide), 0, flat, out=into)
+        lines = lines if wide is dtype else lines.view(wide)
+        if plan == "elements":  # 1-D data
+            got = torch.index_select(lines, 0, flat, out=into)
+        else:  # (pre, size) behind outer rows, at the index expanded over them
+            pre, n = math.prod(sizes[:axis]), flat.shape[0]
+            at = flat.view(1, -1).expand(pre, n)
+            got = torch.gather(
+                lines.view(pre, -1), 1, at, out=None if into is None else into.view(pre, n)
+            )
         return got if wide is dtype else got.view(dtype)
     if plan == "gather" and source.dtype in GATHER_TWIN:
         into = None if out is None else signed_view(out, GATHER_TWIN)

@@ -156,7 +156,7 @@ class TorchOut(OutWriter):
             plan = kernels.plan_of(data, axis, n, 1)  # the forward's
         kernel, copy = plan
         post = data.numel() // (data.shape[0] or 1) if axis == 0 else 0  # dim 0's rows only
-        whole = kernel != "elements" or kernels.element_starts(out, data, axis)
+        whole = kernel not in kernels.ELEMENT_PLANS or kernels.element_starts(out, data, axis)
         how = torch_out_plan(out.is_contiguous(), kernel, axis, n, post, whole)
         if how == "copy":  # the forward's formulation, copied
             out.copy_(kernels.take(data, flat, axis, plan).reshape(out.shape))
