@@ -539,10 +539,12 @@ def torch_layout_plan(
       row per (outer row, index) pair or the whole slice per index: with fewer outer rows the
       expanded index costs as much as the output, at fewer than 8 indices the few slice copies
       cost less, and in outer rows past a MiB the reads scatter over memory either way.
-    - ``gather_elements``: those rows where they hold 2, 4 or 8 bytes (``TORCH_ELEMENT_BYTES``)
-      from an ``offset`` such an element can start at: ``torch.gather`` on the (pre, size)
-      view of one integer element per row at the index itself (kernels alone 0.28-0.68x the
-      index expanded over each row's elements).
+    - ``gather_elements``: such rows where they hold 2, 4 or 8 bytes (``TORCH_ELEMENT_BYTES``)
+      from an ``offset`` such an element can start at, behind any number of outer rows:
+      ``torch.gather`` on the (pre, size) view of one integer element per row at the index
+      itself (kernels alone 0.28-0.68x the index expanded over each row's elements; behind
+      2-16 outer rows, where no index is expanded over the rows, 0.23-0.85x ``index_select``
+      from 2^14 pairs, 0.65-1.0x at 2^13, 1.7-5.6x on few).
     - ``columns``: ``index_select`` on the ``(pre, 1, size, 1)`` view on dim 2 (contiguous
       data), for the columns of dim 1 behind many outer rows that ``gather`` does not take
       (few indices, whose loop per row would cost ``gather`` most): a strided column copy per
@@ -639,14 +641,16 @@ def torch_layout_plan(
             return "gather"
     if (
         contiguous
-        and pre > TORCH_BLOCKS_MAX_ROWS
+        and pre > 1
         and 1 < row <= TORCH_GATHER_ROWS_MAX
         and n_index >= TORCH_GATHER_MIN_INDICES
         and pre * n_index >= TORCH_GATHER_ROWS_MIN_BLOCKS
         and shape[axis] * row * itemsize <= TORCH_GATHER_ROWS_MAX_SPAN
     ):
-        whole = row * itemsize in TORCH_ELEMENT_BYTES and offset % (row * itemsize) == 0
-        return "gather_elements" if whole else "gather"
+        if row * itemsize in TORCH_ELEMENT_BYTES and offset % (row * itemsize) == 0:
+            return "gather_elements"  # (the index as given: few outer rows too)
+        if pre > TORCH_BLOCKS_MAX_ROWS:
+            return "gather"
     if axis == 1 and column and pre >= TORCH_COLUMNS_MIN_ROWS and not float32:
         return "columns"
     return "blocks" if many and blocks else "as_is"

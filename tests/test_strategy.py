@@ -447,7 +447,8 @@ def test_torch_rows_gathered_on_contiguous_data_or_its_copy():
 @pytest.mark.parametrize(
     ("shape", "axis", "plans"),
     [((3000, 2), 0, ("elements", "as_is")), ((1, 3000, 1), 1, ("elements", "as_is")),
-     ((3000, 2, 2), 0, ("elements", "as_is")), ((20, 300, 2), 1, ("gather_elements", "gather"))],
+     ((3000, 2, 2), 0, ("elements", "as_is")), ((20, 300, 2), 1, ("gather_elements", "gather")),
+     ((8, 3000, 2), 1, ("gather_elements", "as_is"))],
 )  # fmt: skip
 def test_torch_rows_read_as_elements(dtype, shape, axis, plans):
     """Rows of 1-8 bytes read as one integer element each, with only ones before the axis
@@ -683,6 +684,11 @@ def test_torch_take_plan_branches(shape, n, index_ndim, negative, int64, contigu
      # rows of 2, 4 or 8 bytes (itemsize 4 here: rows of 2): one integer element a row
      ("cpu", (17, 99, 2), 1, 964, False, "gather_elements"),
      ("cpu", (17, 99, 2), 1, 963, False, "as_is"),
+     # ... behind any number of outer rows: no index is expanded over each row's elements
+     ("cpu", (2, 99, 2), 1, 8192, False, "gather_elements"),
+     ("cpu", (2, 99, 2), 1, 8191, False, "as_is"), ("cpu", (2, 99, 3), 1, 8192, False, "as_is"),
+     ("cpu", (4, 2, 99, 2), 2, 2048, False, "gather_elements"),
+     ("cpu", (4, 2, 99, 3), 2, 2048, False, "blocks"),
      ("cpu", (2048, 99, 4), 1, 8, False, "gather"), ("cpu", (2048, 99, 4), 1, 7, False, "as_is"),
      ("cpu", (2048, 99, 5), 1, 99, False, "as_is"), ("cpu", (4, 5, 99, 3), 2, 999, False, "gather"),
      ("cpu", (64, 2**17, 2), 1, 256, False, "gather_elements"),
