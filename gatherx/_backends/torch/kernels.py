@@ -163,14 +163,14 @@ def eager_plan(
     int64: bool,
 ) -> tuple[str, bool]:
     """:func:`plan_of` for the data of a :func:`~.domain.eager_cpu_call` (plain CPU tensors
-    in plain eager code), remembered by shape, dtype, contiguity, axis and the index's count,
-    rank, sign and dtype: a call that recurs reads its plan in one lookup (0.4 us) where the
-    rules' Python costs 1-2 us (the plan at once of :func:`at_once` is not stored)."""
+    in plain eager code), remembered by shape, dtype, contiguity, storage offset (modulo 8
+    elements), axis and the index's count, rank, sign and dtype: a call that recurs reads its
+    plan in one lookup (0.4 us) where the rules' Python costs 1-2 us (the plan at once of
+    :func:`at_once` is not stored)."""
     contiguous = data.is_contiguous()
     if contiguous and at_once(axis, n_index, index_ndim, negative, data.ndim, contiguous):
         return _AS_IS
-    # (the offset modulo 8 elements: whether rows of up to 8 bytes start at a whole element)
-    offset = data.storage_offset() % 8
+    offset = data.storage_offset() % 8  # whether rows of up to 8 bytes start at an element
     key = (data.shape, data.dtype, contiguous, offset, axis, n_index, index_ndim, negative, int64)
     plan = _EAGER_PLANS.get(key)
     if plan is None:
@@ -261,7 +261,7 @@ def view_as(x: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
 
 
 def element_starts(x: torch.Tensor, like: torch.Tensor, axis: int) -> bool:
-    """Whether ``x`` starts in its storage where an element of the ``elements`` plan of
+    """Whether ``x`` starts in its storage where an element of :data:`ELEMENT_PLANS` for
     ``like`` (one a row after ``axis``) can: at a multiple of the row's bytes."""
     row = math.prod(like.shape[axis + 1 :]) * like.element_size()
     return x.storage_offset() * x.element_size() % row == 0
