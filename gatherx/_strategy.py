@@ -489,11 +489,18 @@ TORCH_BROADCAST_MIN_ELEMENTS = 1 << 14
 #: 1-D index holding a negative value (read on the host).
 TORCH_INDEXING_MAX_ELEMENTS = 8192
 TORCH_INDEXING_NEGATIVE_MAX_ELEMENTS = 1024
-#: Rows of these many bytes (1, 2, 4, 8: an integer dtype's width) after the axis, with only
-#: dimensions of one before it, at ``TORCH_ELEMENTS_MIN_INDICES`` indices or more:
-#: ``elements``, each row read as one integer element (its views cost about 2 us).
+#: Rows of these many bytes (1, 2, 4, 8: an integer dtype's width) after the axis are read as
+#: one integer element each (``elements``, ``gather_elements``); with only dimensions of one
+#: before the axis, at ``TORCH_ELEMENTS_MIN_INDICES`` indices or more (the views cost 2 us).
 TORCH_ELEMENT_BYTES = frozenset({1, 2, 4, 8})
 TORCH_ELEMENTS_MIN_INDICES = 2048
+
+
+def row_elements(row_bytes: int, offset: int) -> bool:
+    """Whether rows of ``row_bytes`` bytes, the first ``offset`` bytes into their storage,
+    can each be read as one integer element: a width of ``TORCH_ELEMENT_BYTES``, at an
+    offset such an element can start at."""
+    return row_bytes in TORCH_ELEMENT_BYTES and offset % row_bytes == 0
 
 
 def torch_layout_plan(
@@ -624,8 +631,7 @@ def torch_layout_plan(
         and n_index >= TORCH_ELEMENTS_MIN_INDICES
         and contiguous
         and len(shape) > 1
-        and row * itemsize in TORCH_ELEMENT_BYTES
-        and offset % (row * itemsize) == 0
+        and row_elements(row * itemsize, offset)
     ):
         return "elements"
     if axis == 0:
@@ -647,7 +653,7 @@ def torch_layout_plan(
         and pre * n_index >= TORCH_GATHER_ROWS_MIN_BLOCKS
         and shape[axis] * row * itemsize <= TORCH_GATHER_ROWS_MAX_SPAN
     ):
-        if row * itemsize in TORCH_ELEMENT_BYTES and offset % (row * itemsize) == 0:
+        if row_elements(row * itemsize, offset):
             return "gather_elements"  # (the index as given: few outer rows too)
         if pre > TORCH_BLOCKS_MAX_ROWS:
             return "gather"

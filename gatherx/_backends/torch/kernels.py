@@ -14,6 +14,7 @@ from ..._strategy import (
     TORCH_ROW_SUMS_MIN_ROW,
     half_grad_plan,
     half_grad_slice,
+    row_elements,
     torch_backward_plan,
     torch_forward_plan,
     torch_grad_rows,
@@ -264,7 +265,7 @@ def element_starts(x: torch.Tensor, like: torch.Tensor, axis: int) -> bool:
     """Whether ``x`` starts in its storage where an element of :data:`ELEMENT_PLANS` for
     ``like`` (one a row after ``axis``) can: at a multiple of the row's bytes."""
     row = math.prod(like.shape[axis + 1 :]) * like.element_size()
-    return x.storage_offset() * x.element_size() % row == 0
+    return row_elements(row, cast(int, x.storage_offset()) * x.element_size())
 
 
 def _indexed(source: torch.Tensor, axis: int, index: torch.Tensor) -> torch.Tensor:
