@@ -354,3 +354,59 @@ def test_bfloat16_in_the_fast_paths(fn):
     with pytest.raises(TypeError, match="bfloat16 data needs opset >= 13"):
         gatherx.gather(data, idx, opset=12, **kwargs)
     assert not out.astype(np.float32).any()  # nothing written by a refused call
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis", "index_shape", "contiguous"),
+    [
+        ((1000,), 0, (2, 2600), True),
+        ((1, 1000, 3), 1, (7000,), False),
+        ((60, 16), -2, (9001,), True),
+    ],
+)
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_out_in_blocks_of_positions(monkeypatch, shape, axis, index_shape, contiguous, index_dtype):
+    """``out=`` at very many indices on one outer row, a block of positions at a time
+    (thresholds lowered here: several blocks and a partial last one): ``np.take``'s values;
+    a bad index in the last block refused before anything is written; a strided ``out``
+    written whole by the plan the blocks replace."""
+    monkeypatch.setattr(st, "NUMPY_OUT_BLOCKS_MIN_INDICES", 1024)
+    monkeypatch.setattr(nb, "_BLOCK_POSITIONS", 1000)
+    data = data_for(shape, "float32")
+    if not contiguous:
+        data = np.repeat(data, 2, axis=-1)[..., ::2]
+    size = shape[axis]
+    idx = indices_for(size, index_shape, index_dtype, seed=11)
+    want = np.take(data, idx % size, axis=axis)
+    out = np.full(want.shape, np.nan, np.float32)
+    assert nb._out_plan(data, idx, axis % data.ndim, out) == "blocks"
+    assert gatherx.gather(data, idx, axis=axis, out=out) is out
+    np.testing.assert_array_equal(out, want)
+    bad = idx.copy()
+    bad.reshape(-1)[-1] = size
+    out[...] = np.nan
+    with pytest.raises(IndexError, match=f"idx={size} at position"):
+        gatherx.gather(data, bad, axis=axis, out=out)
+    assert np.isnan(out).all()
+    wide = np.full((*want.shape[:-1], 2 * want.shape[-1]), np.nan, np.float32)
+    strided_out = wide[..., ::2]
+    assert nb._out_plan(data, idx, axis % data.ndim, strided_out) != "blocks"
+    gatherx.gather(data, idx, axis=axis, out=strided_out)
+    np.testing.assert_array_equal(strided_out, want)
+
+
+def test_out_in_blocks_allocates_no_index_sized_array():
+    """At 2^22 indices and more, ``out=`` on one outer row allocates cache-sized blocks, not a
+    wrapped copy of the whole index (32 MiB here)."""
+    data = data_for((1000,), "float32")
+    idx = indices_for(1000, (st.NUMPY_OUT_BLOCKS_MIN_INDICES + 7,), "int64", seed=12)
+    out = np.empty(idx.shape, np.float32)
+    assert nb._out_plan(data, idx, 0, out) == "blocks"
+    tracemalloc.start()
+    try:
+        gatherx.gather(data, idx, out=out)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak <= 4 * nb._BLOCK_POSITIONS * 8 < idx.nbytes / 32
+    np.testing.assert_array_equal(out, np.take(data, idx % 1000))

@@ -198,14 +198,22 @@ def test_numpy_forward_matches_take(shape, indices, axis):
         ((1, 1000, 20000, 8, 4, True, True, True), "raise"),  # a scalar index
         ((1, 1000, 20000, 8, 4, True, False, False), "raise"),  # objects
         ((64, 300, 512, 1, 4, True, False, True), "wrap"),
+        # (..., out C-contiguous): from 2^22 indices on one outer row, in blocks
+        ((1, 1000, 1 << 22, 1, 4, True, False, True), "blocks"),
+        ((1, 1000, (1 << 22) - 1, 1, 4, True, False, True), "rows1d"),
+        ((1, 1000, 1 << 22, 1, 4, True, False, True, False), "rows1d"),  # a strided out
+        ((1, 1000, 1 << 22, 1, 4, False, False, True), "blocks"),  # strided data, copied
+        ((1, 1000, 1 << 22, 1, 4, True, False, False), "rows1d"),  # objects: as before
+        ((2, 1000, 1 << 22, 1, 4, True, False, True), "wrap"),  # two outer rows
     ],
 )
 def test_numpy_out_plan_branches(args, plan):
     """``out=`` takes the forward's plan, but fancy indexing only from non-contiguous data
-    into a temporary no larger than it, and the doubled rows only where their view applies;
-    every branch writes ``np.take``'s values."""
+    into a temporary no larger than it, the doubled rows only where their view applies, and
+    blocks of positions on one outer row at very many indices; every branch writes
+    ``np.take``'s values."""
     assert st.numpy_out_plan(*args) == plan
-    pre, size, n, post, _, contiguous, scalar, plain = args
+    pre, size, n, post, _, contiguous, scalar, plain = args[:8]
     if scalar or not plain:
         return
     shape = (pre, size, post) if post > 1 else (pre, size)

@@ -31,7 +31,8 @@ GRAD_PLANS = ("add.at", "rows", "elements", "columns")
 _REAL_FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
 #: Occurrence rounds of the row fix-up before np.add.at takes the rest of a repeated index.
 _ROUNDS = 8
-#: Flat positions per block of the element plan: 256 KiB of intp, cache-sized.
+#: Positions per block of the element plan and of ``out=``'s ``blocks``: 256 KiB of intp,
+#: cache-sized.
 _BLOCK_POSITIONS = 1 << 15
 
 # The fast paths decide, by identity and set tests, the data dtypes every opset from
@@ -186,7 +187,7 @@ class _NumpyOut(OutWriter):
     ) -> None:
         """:meth:`OutWriter.take_into`; ``low``: the index's minimum, where it was read."""
         if out.size:
-            self._write(data, index, axis, out, low, _out_plan(data, index, axis))
+            self._write(data, index, axis, out, low, _out_plan(data, index, axis, out))
 
     def take_checked(
         self, data: np.ndarray, index: np.ndarray, axis: int, out: np.ndarray, opset: int
@@ -195,13 +196,14 @@ class _NumpyOut(OutWriter):
         in the fewest passes over it; False, with nothing written, if an index lies outside
         the range."""
         size = data.shape[axis]
-        plan = _out_plan(data, index, axis)
+        plan = _out_plan(data, index, axis, out)
         if plan == "doubled":
             shifted = _rules.host_shifted(index, size, opset)
             if shifted is None:
                 return False
             doubled_take(data, shifted, axis, out)
-        elif index.size <= NUMPY_OUT_AS_GIVEN_INDICES:  # extremes, then as take_into decides
+        elif plan == "blocks" or index.size <= NUMPY_OUT_AS_GIVEN_INDICES:
+            # the extremes (nothing allocated), then as take_into decides
             low, high = _rules.host_extremes(index)
             if _rules.out_of_range(low, high, size, opset):
                 return False
@@ -225,6 +227,8 @@ class _NumpyOut(OutWriter):
         # 2x faster than np.copyto (docs/performance_details.md).
         if low >= 0 or index.ndim == 0:
             data.take(index, axis, out=out, mode="wrap")
+        elif plan == "blocks":
+            _take_blocks(data, index, axis, out)
         elif plan == "doubled":
             doubled_take(data, np.add(index, data.shape[axis], dtype=np.intp), axis, out)
         elif plan == "raise" and index.size <= NUMPY_OUT_AS_GIVEN_INDICES:
@@ -245,13 +249,27 @@ def _canonical(data: np.ndarray, axis: int) -> tuple[int, int, int]:
     return pre, size, post
 
 
-def _out_plan(data: np.ndarray, index: np.ndarray, axis: int) -> str:
+def _out_plan(data: np.ndarray, index: np.ndarray, axis: int, out: np.ndarray) -> str:
     """:func:`gatherx._strategy.numpy_out_plan` for these arrays."""
     pre, size, post = _canonical(data, axis)
     return numpy_out_plan(
         pre, size, index.size, post, data.itemsize, data.flags.c_contiguous,
-        index.ndim == 0, not data.dtype.hasobject,
+        index.ndim == 0, not data.dtype.hasobject, out.flags.c_contiguous,
     )  # fmt: skip
+
+
+def _take_blocks(data: np.ndarray, index: np.ndarray, axis: int, out: np.ndarray) -> None:
+    """``data`` (one outer row) gathered along ``axis`` at a checked ``index`` into a
+    C-contiguous ``out``, ``_BLOCK_POSITIONS`` positions at a time: each block made
+    non-negative on its own, where a wrapped copy of the whole index would be a fresh
+    mapping the kernel zero-fills on every call."""
+    size, post = data.shape[axis], math.prod(data.shape[axis + 1 :])
+    rows = np.ascontiguousarray(data).reshape(size, post)  # (as ndarray.take copies it: once)
+    flat = index.reshape(-1)
+    into = out.reshape(flat.size, post)
+    for start in range(0, flat.size, _BLOCK_POSITIONS):
+        stop = start + _BLOCK_POSITIONS
+        rows.take(_non_negative(flat[start:stop], size), 0, out=into[start:stop], mode="wrap")
 
 
 def doubled_take(
