@@ -287,7 +287,7 @@ def numpy_out_plan(
       non-negative and taken a cache-sized block of positions at a time into the matching
       rows of ``out``. A wrapped copy of the whole index (32 MiB or more) is memory the
       allocator maps afresh and the kernel zero-fills on every call, several milliseconds
-      (whole calls 0.73-0.75x at the median on the sweep's such calls, worst 1.16).
+      (whole calls 0.73-0.75x at the median on the sweep's such calls, worst 1.20).
     - the others: ``ndarray.take(out=)`` as :func:`numpy_forward_plan` names them.
     """
     plan = numpy_forward_plan(pre, size, n_index, post, itemsize, contiguous)
