@@ -20,12 +20,20 @@ from ._rules import SMALL_HOST_INDEX
 #: by a scatter slower per element than the float32 table's.
 #: JAX's distinct sums of at most ``JAX_PAIRS_UP_TO`` indices, found without a sort, cost
 #: less an index ("jax_pairs").
+#: PyTorch's float32 table of at least ``TORCH_FRESH_FLOAT32`` elements is fresh memory on
+#: every call, page-faulted as it is zeroed (2-3 ns an element against 0.3 reused): the
+#: distinct sums pay from fewer elements an index there ("torch_fresh").
 HALF_DISTINCT_BEYOND = {
     "numpy": (8, 2**12, 0),
     "torch": (512, 2**17, 0),
+    "torch_fresh": (32, 0, 0),
     "jax": (2048, 2**14, 16),
     "jax_pairs": (256, 2**10, 16),
 }
+#: The float32 elements of 32 MiB: glibc's allocator maps a block this large afresh for
+#: every request (its mmap threshold grows no further), and the kernel zero-fills each page
+#: on its first touch; PyTorch's CPU allocator takes its memory from there.
+TORCH_FRESH_FLOAT32 = 1 << 23
 #: JAX finds the distinct indices of at most ``JAX_PAIRS_UP_TO`` values by comparing every
 #: pair (an index's slot is the first position holding its value), without XLA's sort (47 us
 #: for 64 values on the CPU).
@@ -44,7 +52,7 @@ JAX_HALF_SUMS_AS_BITS = frozenset({"bfloat16"})
 #: position (on rows of one the add is one pass over the blocks' rows): a float32 copy of the whole
 #: gradient (32 MiB and more, fresh memory on each call) cost 1.1-5x the slices' time there
 #: (docs/performance_details.md).
-TORCH_HALF_SLICED_FROM = 1 << 23
+TORCH_HALF_SLICED_FROM = TORCH_FRESH_FLOAT32
 TORCH_HALF_SLICE = 1 << 21
 TORCH_HALF_SLICED_MIN_ROW = 64
 
@@ -95,9 +103,12 @@ def half_grad_plan(
     gradient's size, then written into zeros) or ``float32`` (a float32 table of the data's
     shape, rounded); ``as_given`` where no index repeats a slot (``repeated`` False, known
     from the index's values or their count): each slot's sum is one slice, exact in half
-    precision."""
+    precision. PyTorch's float32 table of ``TORCH_FRESH_FLOAT32`` elements or more takes
+    the ``torch_fresh`` rule."""
     if not repeated:
         return "as_given"
+    if backend == "torch" and data_elements >= TORCH_FRESH_FLOAT32:
+        backend = "torch_fresh"
     per_index, fixed, share = HALF_DISTINCT_BEYOND[backend]
     beyond = data_elements > per_index * n_index + fixed and data_elements >= share * grad_elements
     return "distinct" if beyond else "float32"

@@ -880,6 +880,19 @@ def test_torch_half_grad_plan_branches(shape, axis, n_index, repeated, row_sums,
 
 
 @pytest.mark.parametrize(
+    ("data", "n_index", "want"),
+    [(2**23 - 1, 2**14, "float32"), (2**23 - 1, 2**14 - 257, "distinct"),
+     (2**23, 2**18 - 1, "distinct"), (2**23, 2**18, "float32"), (2**23, 2**14, "distinct"),
+     (2**25, 2**20 - 1, "distinct"), (2**25, 2**20, "float32"), (2**23, 17, "distinct")],
+)  # fmt: skip
+def test_torch_half_grad_plan_on_fresh_float32_tables(data, n_index, want):
+    """PyTorch's float32 table of 2^23 elements (32 MiB) or more is fresh memory on every call:
+    there the distinct sums from 32 elements an index, below it from 512 an index plus 2^17."""
+    assert st.half_grad_plan("torch", data, n_index) == want
+    assert st.half_grad_plan("torch", data, n_index, repeated=False) == "as_given"
+
+
+@pytest.mark.parametrize(
     ("data", "n_index", "scalar", "post", "grad", "want"),
     [(10**6, 1, True, 4, 4, "float32"), (10**6, 1, True, 1, 1, "as_given"),
      (10**6, 1, False, 1, 1, "as_given"), (2049, 4, False, 1, 4, "pairs"),

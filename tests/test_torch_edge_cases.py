@@ -180,7 +180,7 @@ def test_half_gather_grad_at_few_repeated_indices_sums_in_float32(dtype):
 @pytest.mark.parametrize(
     ("rows", "cols", "n", "plan"),
     [(4, 3, 2000, "float32"), (3000, 2, 40, "float32"), (200_000, 2, 30, "distinct"),
-     (400_000, 1, 500, "distinct")],
+     (400_000, 1, 500, "distinct"), (2**22, 2, 100_000, "distinct")],
 )  # fmt: skip
 def test_half_gather_grad_rounds_once_by_either_plan(dtype, rows, cols, n, plan):
     """Half-precision gradients summed in float32 over a float32 table or over the distinct
