@@ -971,7 +971,8 @@ def test_torch_strided_columns_match_numpy(shape, axis, indices):
 @pytest.mark.parametrize(
     ("shape", "axis", "indices"),
     [((300, 1, 60), 1, [0, -1, 0, 0]), ((400, 30, 1), -1, [[0, -1, -1], [0, 0, -1]]),
-     ((1, 5000), 0, [[-1, 0], [0, -1], [0, 0]]), ((1,), 0, np.zeros((20, 900), np.int64) - 1)],
+     ((1, 5000), 0, [[-1, 0], [0, -1], [0, 0]]), ((1,), 0, np.zeros((20, 900), np.int64) - 1),
+     ((3000, 1, 2), 1, [0, -1, 0, 0]), ((1, 4), 0, np.zeros((70, 60), np.int64) - 1)],
 )  # fmt: skip
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "uint8"])
 def test_torch_broadcast_plan_matches_numpy(monkeypatch, shape, axis, indices, dtype):
@@ -1017,6 +1018,42 @@ def test_torch_broadcast_plan_matches_numpy(monkeypatch, shape, axis, indices, d
     if not strided.is_contiguous():  # ((1,) with a stride of 2 is: one element)
         assert kernels.plan_of(strided, ax, idx.size, idx.ndim, None) != ("broadcast", False)
     np.testing.assert_array_equal(gatherx.gather(strided, index, axis=axis).numpy(), want)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "bool", "float16", "bfloat16", "float32", "int64"])
+@pytest.mark.parametrize("offset", [0, 1, 2])
+def test_torch_broadcast_copies_short_rows_as_one_element(monkeypatch, dtype, offset):
+    """Rows of 2, 4 or 8 bytes after the axis of length 1, at an offset where such an element
+    starts, are copied as one integer element each (one fill a position, not a loop over each
+    short row); other rows and offsets in their own dtype: np.take's values either way, into a
+    new tensor and into ``out``."""
+    torch = need("torch")
+    from gatherx._backends.torch import kernels
+
+    torch_dtype = getattr(torch, dtype)
+    shape, idx = (500, 1, 2), np.array([[0, -1] * 20] * 3)
+    values = torch.from_numpy(np.arange(2 + math.prod(shape)) % 7).to(torch_dtype)
+    data = values[offset : offset + math.prod(shape)].view(shape)
+    host = data.float().numpy() if dtype == "bfloat16" else data.numpy()
+    assert kernels.plan_of(data, 1, idx.size, idx.ndim, None) == ("broadcast", False)
+    row = 2 * data.element_size()
+    wide = {2: torch.int16, 4: torch.int32, 8: torch.int64}.get(row)
+    if offset * data.element_size() % row:
+        wide = None
+    copied = []
+    real = torch.Tensor.copy_
+    monkeypatch.setattr(
+        torch.Tensor, "copy_", lambda x, y, *a: copied.append(y.dtype) or real(x, y, *a)
+    )
+    want = np.take(host, idx, axis=1)
+    got = gatherx.gather(data, torch.from_numpy(idx), axis=1)
+    out = torch.zeros(want.shape, dtype=torch_dtype)
+    assert gatherx.gather(data, torch.from_numpy(idx), axis=1, out=out) is out
+    for result in (got, out):
+        np.testing.assert_array_equal(
+            result.float().numpy() if dtype == "bfloat16" else result.numpy(), want
+        )
+    assert copied == [wide or torch_dtype] * 2
 
 
 def test_torch_eager_plans_are_the_rules_plans(monkeypatch):

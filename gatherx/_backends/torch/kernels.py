@@ -248,10 +248,28 @@ def broadcast(
     source: torch.Tensor, axis: int, n: int, out: torch.Tensor | None = None
 ) -> torch.Tensor:
     """The one slice of ``source``'s ``axis`` of length 1 repeated ``n`` times along it: its
-    expanded view copied into a new contiguous tensor, or into ``out`` of that shape."""
+    expanded view copied into a new contiguous tensor, or into ``out`` of that shape.
+
+    Rows of several elements after the axis that make one integer element (2, 4 or 8 bytes at
+    an offset such an element starts at, in contiguous tensors) are copied as that element:
+    ATen's copy fills one element a position from the expanded view, where it loops over each
+    short row (rows of two bytes: 0.08 against 6 ms into 12 MB)."""
     shape = list(source.shape)
     shape[axis] = n
     into = source.new_empty(shape) if out is None else out
+    post = math.prod(shape[axis + 1 :])
+    wide = _ROW_ELEMENT.get(post * source.element_size()) if post > 1 else None
+    if (
+        wide is not None
+        and source.is_contiguous()
+        and into.is_contiguous()
+        and element_starts(source, source, axis)
+        and element_starts(into, source, axis)
+    ):
+        pre = math.prod(shape[:axis])
+        rows = source.view(pre, 1, post).view(wide)
+        into.view(pre, n, post).view(wide).copy_(rows.expand(pre, n, 1))
+        return into
     return into.copy_(source.expand(shape))
 
 
