@@ -258,15 +258,17 @@ def broadcast(
     shape[axis] = n
     into = source.new_empty(shape) if out is None else out
     post = math.prod(shape[axis + 1 :])
-    wide = _ROW_ELEMENT.get(post * source.element_size()) if post > 1 else None
+    itemsize = source.element_size()
+    row = post * itemsize
     if (
-        wide is not None
+        post > 1
+        and row_elements(row, cast(int, source.storage_offset()) * itemsize)
+        and row_elements(row, cast(int, into.storage_offset()) * itemsize)
         and source.is_contiguous()
         and into.is_contiguous()
-        and element_starts(source, source, axis)
-        and element_starts(into, source, axis)
     ):
         pre = math.prod(shape[:axis])
+        wide = _ROW_ELEMENT[row]
         rows = source.view(pre, 1, post).view(wide)
         into.view(pre, n, post).view(wide).copy_(rows.expand(pre, n, 1))
         return into
