@@ -4,6 +4,7 @@ with JAX indices, half-precision gather_grad and the first call of a fresh proce
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import textwrap
@@ -623,6 +624,7 @@ def test_half_gather_grad_first_call_in_a_fresh_process(first, dtype) -> None:
 
 _SHARDED = """
 import json
+import math
 import jax, jax.numpy as jnp, numpy as np
 from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 from jax.experimental import checkify
@@ -716,6 +718,40 @@ def test_jax_export_with_symbolic_rows(ids):
         data = np.arange(2.0 * count, dtype=np.float32).reshape(count, 2)
         got = exported.call(jnp.asarray(data), jnp.asarray(ids, jnp.int32))
         np.testing.assert_array_equal(np.asarray(got), np.take(data, ids, axis=0))
+
+
+@pytest.mark.parametrize(
+    ("spec", "axis"), [("b, 5", 1), ("b, 3, 5", -1), ("b, 1, 0", 2), ("4, b, 5", 2)]
+)
+def test_jax_export_with_symbolic_dims_before_the_axis(spec, axis):
+    """jax.export with symbolic dims before the gathered axis (the last: its layout plan
+    compares the outer rows' count): the forward, its vjp and gather_grad, for any size."""
+    from jax import export
+
+    dims = export.symbolic_shape(spec)
+    fwd = jax.jit(partial(gatherx.gather, axis=axis))
+    index = jax.ShapeDtypeStruct((3,), jnp.int32)
+    data_spec = jax.ShapeDtypeStruct(dims, jnp.float32)
+    exported = export.export(fwd)(data_spec, index)
+    vjp = export.export(jax.jit(lambda d, i, g: jax.vjp(lambda x: fwd(x, i), d)[1](g)[0]))
+    grad_spec = jax.ShapeDtypeStruct((*dims[: axis % len(dims)], 3), jnp.float32)
+    grad_of = vjp(data_spec, index, grad_spec) if spec != "b, 1, 0" else None
+    for b in (1, 6):
+        shape = tuple(b if d == "b" else int(d) for d in spec.split(", "))
+        data = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
+        size = shape[axis]
+        ids = np.array([0, -1, size - 1] if size else [0, 1, -1], np.int32)
+        got = np.asarray(exported.call(jnp.asarray(data), jnp.asarray(ids)))
+        if size:
+            np.testing.assert_array_equal(got, np.take(data, ids % size, axis=axis))
+        else:  # no index is valid on an empty axis: each reads the fill value
+            assert got.shape == (*shape[:axis], 3)
+            assert np.isnan(got).all()
+        if grad_of is not None:
+            grad = np.ones(got.shape, np.float32)
+            want = _add_oracle(shape, ids, grad.astype(np.float64), axis % len(shape), -size)
+            dx = grad_of.call(jnp.asarray(data), jnp.asarray(ids), jnp.asarray(grad))
+            np.testing.assert_array_equal(np.asarray(dx), want)
 
 
 @pytest.mark.parametrize("name", ["axis", "opset"])

@@ -100,16 +100,19 @@ def _known(*counts: Any) -> bool:
     return all(isinstance(c, int) for c in counts)
 
 
-def _count(index: jax.Array, size: Any) -> int:
-    """The values of ``index`` for the layout plan; where it or the axis's length ``size`` is
-    symbolic, ``size`` itself: one plan for any count."""
+def _layout(shape: tuple[Any, ...], axis: int, index: jax.Array) -> str:
+    """_strategy.jax_layout_plan for data or a table of ``shape`` at ``index``. Where a
+    dimension is symbolic, ``as_is``: one plan for any size; where only the index's count
+    is, the plan as for an index of the axis's length."""
+    if not _known(*shape):
+        return "as_is"
     n = index.size
-    return n if _known(n, size) else size
+    return jax_layout_plan(shape, axis, n if _known(n) else shape[axis])
 
 
 def _gather_op(data: jax.Array, index: jax.Array, axis: int, mode: str) -> jax.Array:
     """One ``lax.gather`` along ``axis``, in the layout _strategy.jax_layout_plan picks."""
-    if jax_layout_plan(data.shape, axis, _count(index, data.shape[axis])) == "axis_first":
+    if _layout(data.shape, axis, index) == "axis_first":
         # Same forward (XLA fuses the transposes); its transpose scatters whole rows.
         k = index.ndim
         out = _gather_op(jnp.moveaxis(data, axis, 0), index, 0, mode)
@@ -312,7 +315,7 @@ def _sum_into(index: jax.Array, grad: jax.Array, shape: tuple[int, ...], axis: i
 
 def _add(index: jax.Array, grad: jax.Array, shape: tuple[int, ...], axis: int) -> jax.Array:
     """One ``lax.scatter_add`` into zeros, in the layout _strategy.jax_layout_plan picks."""
-    if jax_layout_plan(shape, axis, _count(index, shape[axis])) == "axis_first":
+    if _layout(shape, axis, index) == "axis_first":
         k = index.ndim
         moved = jnp.moveaxis(grad, tuple(range(axis, axis + k)), tuple(range(k)))
         front = (shape[axis], *shape[:axis], *shape[axis + 1 :])
