@@ -140,6 +140,21 @@ def test_compile_inductor_dynamic_forward_backward_and_bounds():
         fn(torch.randn(4, 7, requires_grad=True), torch.tensor([[1, 7], [0, 0]]))
 
 
+def test_compile_inductor_on_an_empty_axis():
+    """An axis of length 0 under inductor, which cannot lower an index into it: any index
+    raises the bounds error when run (not inductor's own at compile time), an empty one gives
+    an empty result."""
+    fn = torch.compile(
+        lambda d, i: gatherx.gather(d, i, axis=1), backend="inductor", fullgraph=True
+    )
+    data = torch.zeros(3, 0, 2, requires_grad=True)
+    with pytest.raises(RuntimeError, match=OOB) as info:
+        fn(data, torch.tensor([[0, -1]]))
+    assert not isinstance(info.value, torch._inductor.exc.InductorError)
+    got = fn(data, torch.zeros(2, 0, dtype=torch.int64))
+    assert got.shape == (3, 2, 0, 2)
+
+
 def test_compile_vmap_over_indices_checks_bounds():
     x = torch.randn(5, 3)
     fn = torch.compile(torch.func.vmap(lambda i: gatherx.gather(x, i)), backend="aot_eager",

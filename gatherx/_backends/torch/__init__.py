@@ -173,6 +173,8 @@ class TorchBackend(Backend):
         return index.numel()
 
     def take(self, data: Any, index: Any, axis: int, sparse: bool = False) -> Any:
+        if compiling() and data.shape[axis] == 0:
+            data, index = kernels.one_slot(data, index, axis)
         if subclasses.is_dtensor(data):
             from . import rowsharded  # imports torch.distributed.tensor, loaded already here
 

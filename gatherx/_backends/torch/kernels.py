@@ -275,6 +275,18 @@ def broadcast(
     return into.copy_(source.expand(shape))
 
 
+def one_slot(
+    data: torch.Tensor, index: torch.Tensor, axis: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``data``'s empty ``axis`` padded with one slot of zeros, and that slot's position in
+    ``index``'s shape: what a compiled gather from an empty axis reads, since Inductor cannot
+    lower an index into a dim of length 0. No index is valid there: the in-graph check before
+    it fails on any value, and a non-empty result is never returned."""
+    shape = list(data.shape)
+    shape[axis] = 1
+    return torch.cat((data, data.new_zeros(shape)), axis), torch.zeros_like(index)
+
+
 def view_as(x: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
     """``x.view(shape)``, the shape passed as separate ints where it has any (a sequence
     argument costs ATen's parser about 0.5 us more, a ``torch.Size`` about 1.4 us)."""
