@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _errors
 from ._backends.base import Backend
+from ._compile_constant import constant_under_compile
 from ._indices import HOST_TYPES, is_host
 
 _BY_TYPE: dict[type, Backend | None] = {}
@@ -20,8 +21,9 @@ _BY_TYPE: dict[type, Backend | None] = {}
 
 def backend_of(array: Any, indices: Any, fn: str, role: str) -> Backend:
     """The backend for ``array`` (data or grad) and ``indices``; TypeError for mixed inputs."""
-    backend = _BY_TYPE.get(type(array))
-    if backend is None:
+    name = _framework(type(array))  # first: a compiled trace reads _NAMED after it filled it
+    backend = _NAMED.get(name)
+    if backend is None:  # another array-API library, a traced JAX value or no array
         backend = _learn(array, fn, role)
     kind = type(indices)
     if kind is type(array) or kind in HOST_TYPES:
@@ -57,19 +59,46 @@ def _with_indices(backend: Backend, array: Any, indices: Any, fn: str) -> Backen
     raise _errors.mixed_frameworks(fn, indices, other.name, array, backend.name)
 
 
+_FRAMEWORKS: dict[type, str] = {}
+
+
+@constant_under_compile
+def _framework(kind: type) -> str:
+    """The framework of arrays of type ``kind`` (``numpy``, ``torch``, ``jax`` or ``dask``,
+    its backend imported), or "" for any other type: told by the type alone, read in one
+    lookup, and run rather than traced by torch.compile (its first trace then finds the
+    backend where every later call does)."""
+    name = _FRAMEWORKS.get(kind)
+    if name is None:
+        name = _FRAMEWORKS[kind] = _framework_of(kind)
+        if name:
+            _backend(name)
+    return name
+
+
+def _framework_of(kind: type) -> str:
+    if issubclass(kind, (np.ndarray, np.generic)):
+        return "numpy"
+    for module, name, attr in _FRAMEWORK_TYPES:
+        found = sys.modules.get(module)
+        if found is not None and issubclass(kind, getattr(found, attr)):
+            return name
+    return ""
+
+
+#: (module, framework, array type) of the frameworks recognised by type, never imported.
+_FRAMEWORK_TYPES = (("torch", "torch", "Tensor"), ("jax", "jax", "Array"),
+                    ("dask.array", "dask", "Array"))  # fmt: skip
+
+
 def _resolve(x: Any) -> Backend | None:
     """The backend for ``x``'s type, importing it; None for a type no backend takes."""
-    if isinstance(x, (np.ndarray, np.generic)):
-        return _backend("numpy")
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(x, torch.Tensor):
-        return _backend("torch")
+    name = _framework(type(x))
+    if name:
+        return _backend(name)
     jax = sys.modules.get("jax")
-    if jax is not None and isinstance(x, jax.Array):
+    if jax is not None and isinstance(x, jax.Array):  # a tracer: no subclass of jax.Array
         return _backend("jax")
-    dask_array = sys.modules.get("dask.array")
-    if dask_array is not None and isinstance(x, dask_array.Array):
-        return _backend("dask")
     from array_api_compat import array_namespace, is_array_api_obj
 
     if is_array_api_obj(x):

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import _errors
+from ._compile_constant import constant_under_compile
 
 #: Negative indices (counting from the end) are valid from this opset on (Gather-11).
 NEGATIVE_INDICES_SINCE = 11
@@ -41,6 +42,7 @@ HALF_DTYPES = frozenset({"float16", "bfloat16"})
 _NAMES: dict[tuple[type, Any], str] = {}
 
 
+@constant_under_compile
 def dtype_name(dtype: object) -> str:
     """The backend-neutral name of a dtype: ``float32``, ``bfloat16``, ``string``, ..."""
     # Computing a name costs 1-2 us (np.dtype.name is a Python property): remember it, keyed
