@@ -316,6 +316,14 @@ def test_non_integer_indices_are_type_errors(lib):
         gatherx.gather(lib.hold(np.arange(3.0)), lib.index(np.array([0.0, 1.0])))
 
 
+def test_indices_of_another_namespace_are_type_errors():
+    """Data and indices from two array-API libraries: refused, neither converted."""
+    data, ids = _ndonnx_hold(np.arange(3.0)), _cubed_hold(np.array([0, 1]))
+    with pytest.raises(TypeError, match="come from different array namespaces") as info:
+        gatherx.gather(data, ids)
+    assert str(info.value).startswith("gather: indices (")
+
+
 # -- cubed: lazy, whatever the chunks, on several executors ----------------------------------
 
 

@@ -155,6 +155,21 @@ def test_compile_inductor_on_an_empty_axis():
     assert got.shape == (3, 2, 0, 2)
 
 
+def test_one_slot_of_an_empty_axis():
+    """What a compiled gather from an empty axis reads (traced there, where coverage cannot
+    see it): the data padded with one slot of zeros on the axis, the gradient flowing back to
+    the empty data, and an index of that slot in the index's shape and dtype."""
+    from gatherx._backends.torch import kernels
+
+    data = torch.zeros(3, 0, 2, requires_grad=True)
+    index = torch.tensor([[4, -1]], dtype=torch.int32)
+    padded, slot = kernels.one_slot(data, index, 1)
+    assert torch.equal(padded, torch.zeros(3, 1, 2))
+    assert torch.equal(slot, torch.zeros(1, 2, dtype=torch.int32))
+    (grad,) = torch.autograd.grad(padded.sum(), data)
+    assert grad.shape == (3, 0, 2)
+
+
 def test_compile_vmap_over_indices_checks_bounds():
     x = torch.randn(5, 3)
     fn = torch.compile(torch.func.vmap(lambda i: gatherx.gather(x, i)), backend="aot_eager",
