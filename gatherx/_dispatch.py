@@ -1,4 +1,5 @@
-"""Which backend serves a call: a type -> backend cache, filled the first time a type is seen.
+"""Which backend serves a call: a type -> framework cache, filled the first time a type is
+seen (and a type -> backend cache for other array-API libraries and JAX's traced values).
 
 A framework is recognised through ``sys.modules`` (never imported here) and its backend
 imported on first use, so the first call takes the same path as every later one.
@@ -27,6 +28,8 @@ def backend_of(array: Any, indices: Any, fn: str, role: str) -> Backend:
         backend = _learn(array, fn, role)
     kind = type(indices)
     if kind is type(array) or kind in HOST_TYPES:
+        return backend
+    if name and _framework(kind) == name:  # a subclass: a Parameter's plain-tensor index
         return backend
     return _with_indices(backend, array, indices, fn)
 

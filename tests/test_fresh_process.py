@@ -120,6 +120,9 @@ else:
         if mode == "compile":
             f = compiled.setdefault(mode, torch.compile(call, fullgraph=True))
             return f(data, ids)
+        if mode == "compile_weight":  # a layer's weight: a Parameter at a plain-tensor index
+            f = compiled.setdefault(mode, torch.compile(call, fullgraph=True))
+            return f(torch.nn.Parameter(data), ids)
         if mode == "layer":
             f = compiled.setdefault(mode, torch.compile(Gather(axis=0)))
             return f(data, ids)
@@ -142,7 +145,7 @@ for n, step in enumerate(order):
         out.append(host(run(IDS if step == "good" else BAD)).tolist())
     except Exception as exc:
         out.append(f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
-    if not n and mode in ("compile", "layer"):  # every later call runs the first graph
+    if not n and mode in ("compile", "compile_weight", "layer"):  # later calls: the first graph
         torch.compiler.set_stance("fail_on_recompile")
 print(json.dumps(out))
 """
@@ -253,6 +256,7 @@ TORCH_MODES = {
     "grad_half_table": EAGER_OOB,
     "grad_half_long": EAGER_OOB,
     "compile": GRAPH_OOB,
+    "compile_weight": GRAPH_OOB,
     "layer": GRAPH_OOB,
     "export": GRAPH_OOB,
     "vmap": "IndexError: gather: indices element out of data bounds, idx=9 must be within",

@@ -624,7 +624,6 @@ def test_half_gather_grad_first_call_in_a_fresh_process(first, dtype) -> None:
 
 _SHARDED = """
 import json
-import math
 import jax, jax.numpy as jnp, numpy as np
 from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 from jax.experimental import checkify

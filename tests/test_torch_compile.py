@@ -155,10 +155,21 @@ def test_compile_inductor_on_an_empty_axis():
     assert got.shape == (3, 2, 0, 2)
 
 
+def test_compile_inductor_vmap_on_an_empty_axis():
+    """vmap over indices into an empty axis under inductor: the batched check's op stays in
+    the graph (the pad's index is read from its output) and raises."""
+    table = torch.zeros(0, 3)
+    fn = torch.compile(torch.func.vmap(lambda i: gatherx.gather(table, i)), backend="inductor")
+    with pytest.raises(RuntimeError, match="out of data bounds") as info:
+        fn(torch.tensor([[0], [1]]))
+    assert not isinstance(info.value, torch._inductor.exc.InductorError)
+    assert fn(torch.zeros(2, 0, dtype=torch.int64)).shape == (2, 0, 3)
+
+
 def test_one_slot_of_an_empty_axis():
     """What a compiled gather from an empty axis reads (traced there, where coverage cannot
     see it): the data padded with one slot of zeros on the axis, the gradient flowing back to
-    the empty data, and an index of that slot in the index's shape and dtype."""
+    the empty data, and the index clamped to that slot, in its shape and dtype."""
     from gatherx._backends.torch import kernels
 
     data = torch.zeros(3, 0, 2, requires_grad=True)

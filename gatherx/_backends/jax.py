@@ -101,13 +101,12 @@ def _known(*counts: Any) -> bool:
 
 
 def _layout(shape: tuple[Any, ...], axis: int, index: jax.Array) -> str:
-    """_strategy.jax_layout_plan for data or a table of ``shape`` at ``index``. Where a
-    dimension is symbolic, ``as_is``: one plan for any size; where only the index's count
-    is, the plan as for an index of the axis's length."""
-    if not _known(*shape):
-        return "as_is"
+    """_strategy.jax_layout_plan for data or a table of ``shape`` at ``index``: one plan for
+    any size of a symbolic dimension (``jax.export``), planned as one of 2, a batch of
+    several (its value cannot be compared), and a symbolic count as the axis's length."""
+    sizes = tuple(d if _known(d) else 2 for d in shape)
     n = index.size
-    return jax_layout_plan(shape, axis, n if _known(n) else shape[axis])
+    return jax_layout_plan(sizes, axis, n if _known(n) else sizes[axis])
 
 
 def _gather_op(data: jax.Array, index: jax.Array, axis: int, mode: str) -> jax.Array:

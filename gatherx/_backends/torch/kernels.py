@@ -278,13 +278,15 @@ def broadcast(
 def one_slot(
     data: torch.Tensor, index: torch.Tensor, axis: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``data``'s empty ``axis`` padded with one slot of zeros, and that slot's position in
-    ``index``'s shape: what a compiled gather from an empty axis reads, since Inductor cannot
-    lower an index into a dim of length 0. No index is valid there: the in-graph check before
-    it fails on any value, and a non-empty result is never returned."""
+    """``data``'s empty ``axis`` padded with one slot of zeros, and ``index`` clamped to that
+    slot: what a compiled gather from an empty axis reads, since Inductor cannot lower an
+    index into a dim of length 0. No index is valid there: the in-graph check before it fails
+    on any value, and a non-empty result is never returned. (The index is derived from the
+    checked one, not made anew: under ``vmap`` the check is an op whose output it is, which
+    the compiler would drop if nothing read it.)"""
     shape = list(data.shape)
     shape[axis] = 1
-    return torch.cat((data, data.new_zeros(shape)), axis), torch.zeros_like(index)
+    return torch.cat((data, data.new_zeros(shape)), axis), index.clamp(0, 0)
 
 
 def view_as(x: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
