@@ -22,14 +22,15 @@ _BY_TYPE: dict[type, Backend | None] = {}
 
 def backend_of(array: Any, indices: Any, fn: str, role: str) -> Backend:
     """The backend for ``array`` (data or grad) and ``indices``; TypeError for mixed inputs."""
-    name = _framework(type(array))  # first: a compiled trace reads _NAMED after it filled it
+    kind = type(array)
+    name = _framework(kind)  # first: a compiled trace reads _NAMED after it filled it
     backend = _NAMED.get(name)
     if backend is None:  # another array-API library, a traced JAX value or no array
         backend = _learn(array, fn, role)
-    kind = type(indices)
-    if kind is type(array) or kind in HOST_TYPES:
+    index_kind = type(indices)
+    if index_kind is kind or index_kind in HOST_TYPES:
         return backend
-    if name and _framework(kind) == name:  # a subclass: a Parameter's plain-tensor index
+    if name and _framework(index_kind) == name:  # a subclass: a Parameter's plain index
         return backend
     return _with_indices(backend, array, indices, fn)
 
