@@ -15,6 +15,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from . import _rules
 from ._api import gather
 
 __all__ = ["export", "opset_of", "run"]
@@ -23,6 +24,15 @@ __all__ = ["export", "opset_of", "run"]
 #: TorchScript exporter is the one that writes models of the requested version.
 DYNAMO_MIN_OPSET = 18
 _DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def _holds_bfloat16(graph: onnx.GraphProto) -> bool:
+    """Whether an input, output, typed value or initializer of ``graph`` is bfloat16."""
+    typed = (*graph.input, *graph.output, *graph.value_info)
+    bfloat16 = onnx.TensorProto.BFLOAT16
+    return any(v.type.tensor_type.elem_type == bfloat16 for v in typed) or any(
+        t.data_type == bfloat16 for t in graph.initializer
+    )
 
 
 def opset_of(model: onnx.ModelProto) -> int:
@@ -190,6 +200,8 @@ def export(
     ------
     RuntimeError
         torch wrote a model of another opset. Otherwise what ``torch.onnx.export`` raises.
+    TypeError
+        The model holds bfloat16 values below opset 13, where ONNX has no bfloat16.
     """
     import torch
 
@@ -211,6 +223,13 @@ def export(
     if opset_of(model) != opset:
         msg = f"gatherx.onnx: torch wrote an opset {opset_of(model)} model, not opset {opset}"
         raise RuntimeError(msg)
+    if opset < _rules.BFLOAT16_SINCE and _holds_bfloat16(model.graph):
+        msg = (
+            f"gatherx.onnx: ONNX has bfloat16 (its Gather included) from opset "
+            f"{_rules.BFLOAT16_SINCE}; this model holds bfloat16 values at opset {opset}: "
+            f"export at opset {_rules.BFLOAT16_SINCE} or later, or convert the data first"
+        )
+        raise TypeError(msg)
     if f is not None:
         onnx.save(model, os.fspath(f))
     return model

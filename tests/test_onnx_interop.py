@@ -262,6 +262,47 @@ def test_export_below_opset_18_is_one_gather_node(opset, tmp_path):
     assert helper.get_attribute_value(gather.attribute[0]) == 1  # axis -1 of rank 2
 
 
+@pytest.mark.parametrize("opset", [11, 13])
+def test_export_traced_at_negative_indices_keeps_the_bounds(opset):
+    """Example indices with negative values trace no wrap of their own: the model is the one
+    Gather node, which wraps [-s, -1] and refuses [-2s, -s-1] (a wrap before it would read
+    them as valid rows); an out-of-range example is the eager IndexError."""
+    torch = need("torch")
+    need("onnxruntime")
+    embedding, columns = _modules()
+    embedding_args, columns_args = _examples()
+    model = gxo.export(embedding, embedding_args[1], opset=opset)
+    assert [n.op_type for n in model.graph.node] == ["Gather"]
+    _check_export(model, embedding, embedding_args, opset)
+    refused = need("onnxruntime.capi.onnxruntime_pybind11_state").InvalidArgument
+    with pytest.raises(refused, match="out of data bounds"):  # -11 + 10 would read row 9
+        _ort(model, {model.graph.input[0].name: np.array([[-11, 0], [1, 2]])})
+    model = gxo.export(columns, columns_args[1], opset=opset)
+    assert [n.op_type for n in _check_export(model, columns, columns_args, opset)] == ["Gather"]
+    with pytest.raises(IndexError, match=r"idx=10 at position \(1,\) of indices"):
+        gxo.export(embedding, (torch.tensor([0, 10]),), opset=opset)
+
+
+def test_export_of_bfloat16_below_opset_13_is_refused():
+    """ONNX has bfloat16 from opset 13: an export below it would write an invalid model."""
+    torch = need("torch")
+    need("onnxruntime")
+
+    class Table(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("table", torch.arange(12.0).reshape(4, 3).bfloat16())
+
+        def forward(self, indices):
+            return gatherx.gather(self.table, indices)
+
+    ids = (torch.tensor([0, -1]),)
+    with pytest.raises(TypeError, match="bfloat16 values at opset 11: export at opset 13"):
+        gxo.export(Table().eval(), ids, opset=11)
+    model = gxo.export(Table().eval(), ids, opset=13)
+    assert [n.op_type for n in model.graph.node] == ["Gather"]
+
+
 @pytest.mark.filterwarnings(DYNAMO_WARNING)
 def test_export_at_the_newest_opset():
     need("torch")

@@ -160,12 +160,15 @@ class TorchBackend(Backend):
 
     def wrap(self, index: Any, size: int, low: int, opset: int) -> Any:
         # A TorchScript trace must not depend on the values seen while tracing: it records
-        # the wrap always (the exported ONNX Gather wraps negatives itself).
-        if low < 0 or (
-            opset >= _rules.NEGATIVE_INDICES_SINCE
-            and tracing()
-            and not torch.onnx.is_in_onnx_export()
-        ):
+        # the wrap always, but for the ONNX exporter none at all: its Gather node checks and
+        # wraps negatives itself (a wrap before it would let [-2s, -s-1] through as valid),
+        # and gatherx's Function wraps its example inside, where the exporter records nothing.
+        if tracing():
+            if torch.onnx.is_in_onnx_export():
+                return index
+            if opset >= _rules.NEGATIVE_INDICES_SINCE:
+                return kernels.wrap(index, size)
+        if low < 0:
             return kernels.wrap(index, size)
         return index
 
