@@ -22,7 +22,7 @@ from .domain import (
     few_values,
     ints_index,
 )
-from .modes import compiling, needs_autograd, plain_eager, tracing
+from .modes import compiling, needs_autograd, onnx_exporting, plain_eager, tracing
 
 _grad_enabled = torch.is_grad_enabled
 _INT64 = torch.int64
@@ -160,11 +160,10 @@ class TorchBackend(Backend):
 
     def wrap(self, index: Any, size: int, low: int, opset: int) -> Any:
         # A TorchScript trace must not depend on the values seen while tracing: it records
-        # the wrap always, but for the ONNX exporter none at all: its Gather node checks and
-        # wraps negatives itself (a wrap before it would let [-2s, -s-1] through as valid),
-        # and gatherx's Function wraps its example inside, where the exporter records nothing.
+        # the wrap always, but for the ONNX exporter none (gatherx's Function wraps its
+        # example inside, where the exporter records nothing).
         if tracing():
-            if torch.onnx.is_in_onnx_export():
+            if onnx_exporting():
                 return index
             if opset >= _rules.NEGATIVE_INDICES_SINCE:
                 return kernels.wrap(index, size)

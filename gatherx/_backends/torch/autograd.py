@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from .kernels import scatter_add, sparse_scatter_add, take, wrap_unchecked
-from .modes import compiling, functorch_active, plain_eager, tracing
+from .modes import compiling, functorch_active, onnx_exporting, plain_eager, tracing
 
 Grads = tuple[torch.Tensor | None, None, None, None]
 EagerGrads = tuple[torch.Tensor | None, None, None, None, None]  # one more input: the plan
@@ -23,7 +23,7 @@ class _GatherNoJvp(torch.autograd.Function):
     def forward(
         data: torch.Tensor, index: torch.Tensor, axis: int, sparse: bool = False
     ) -> torch.Tensor:
-        if tracing() and torch.onnx.is_in_onnx_export():
+        if tracing() and onnx_exporting():
             # the index as the exported Gather reads it, negatives included (the exporter
             # records this Function as that one node, not what runs in it)
             index = wrap_unchecked(index, data.shape[axis])

@@ -12,7 +12,7 @@ from ... import _errors, _policy, _rules
 from . import subclasses
 from .domain import cpu_extremes
 from .kernels import wrap_unchecked
-from .modes import compiling, tracing
+from .modes import compiling, onnx_exporting, tracing
 
 
 @torch.library.custom_op("gatherx::assert_in_bounds", mutates_args=())
@@ -155,8 +155,6 @@ def traced_check(index: torch.Tensor, size: int, axis: int, opset: int, fn: str)
         index = _assert_in_bounds(index, lo, hi, msg)
     else:
         torch._assert_async(torch.all((index >= lo) & (index <= hi)), msg)
-    # The ONNX exporter writes ONNX's Gather, which checks and wraps negatives itself, and
-    # drops the assert: a wrap before the node would read [-2s, -s-1] as rows.
-    if opset >= _rules.NEGATIVE_INDICES_SINCE and not torch.onnx.is_in_onnx_export():
+    if opset >= _rules.NEGATIVE_INDICES_SINCE and not onnx_exporting():
         return wrap_unchecked(index, size)
     return index

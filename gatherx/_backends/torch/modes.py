@@ -23,6 +23,13 @@ def tracing() -> bool:
     return _tracing_state() is not None
 
 
+def onnx_exporting() -> bool:
+    """A ``torch.onnx`` exporter records this call (either exporter). Its ``Gather`` node
+    checks and wraps negative indices itself, and the exporters drop gatherx's in-graph
+    assert: no wrap is traced before the node, which would read [-2s, -s-1] as rows."""
+    return torch.onnx.is_in_onnx_export()
+
+
 def functorch_active() -> bool:
     return _functorch_active()
 
