@@ -49,14 +49,14 @@ def axis_out_of_range(fn: str, axis: int, rank: int) -> ValueError:
 
 
 def data_dtype(name: str, opset: int, framework: str) -> TypeError:
-    from ._rules import BFLOAT16_SINCE, ONNX_DATA_DTYPES
+    from ._rules import BFLOAT16_SINCE, data_dtypes
 
     if name == "bfloat16":
         msg = (
             f"gather: bfloat16 data needs opset >= {BFLOAT16_SINCE} (Gather-13), got opset {opset}"
         )
     else:
-        allowed = ", ".join(sorted(ONNX_DATA_DTYPES))
+        allowed = ", ".join(sorted(data_dtypes(opset)))
         msg = (
             f"gather: {framework} data of dtype {name} is not an ONNX Gather type; "
             f"allowed: {allowed}"
@@ -68,8 +68,14 @@ def index_dtype(fn: str, name: str, framework: str) -> TypeError:
     return TypeError(f"{fn}: indices must be int32 or int64 ({framework}), got dtype {name}")
 
 
-def grad_dtype(name: str) -> TypeError:
-    return TypeError(f"gather_grad: grad must have a numeric dtype, got {name}")
+def grad_dtype(name: str, framework: str) -> TypeError:
+    from ._rules import GRAD_DTYPES
+
+    allowed = ", ".join(sorted(GRAD_DTYPES))
+    return TypeError(
+        f"gather_grad: {framework} grad of dtype {name} is not a numeric ONNX type; "
+        f"allowed: {allowed}"
+    )
 
 
 def shape_type(shape: object) -> TypeError:
@@ -293,6 +299,17 @@ def sparse_dtype(fn: str, flag: str, name: str) -> TypeError:
 
 def sparse_mode(fn: str, flag: str, why: str) -> TypeError:
     return TypeError(f"{fn}: {flag}=True is not supported here: {why}; pass {flag}=False")
+
+
+def beyond_held_dtype(
+    fn: str, role: str, name: str, held: str, value: int, position: tuple[int, ...]
+) -> OverflowError:
+    """NumPy integers that JAX, without 64-bit types, would hold in a narrower dtype."""
+    return OverflowError(
+        f"{fn}: numpy {role} of dtype {name} holds {value} at position {position}, beyond "
+        f"{held}, the dtype JAX holds it in while jax_enable_x64 is off; turn jax_enable_x64 "
+        f"on, or pass {role} within {held}"
+    )
 
 
 def library_lacks_dtype(fn: str, role: str, library: str, name: str, why: str) -> TypeError:

@@ -58,6 +58,10 @@ def plain_ndarray(x: np.ndarray, fn: str, role: str) -> np.ndarray:
     return x.view(np.ndarray)
 
 
+#: What NumPy makes of a list of Python ints (int32 where NumPy scalars of it are all it holds).
+_LIST_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
+
+
 def _python_ints(indices: Any, fn: str) -> np.ndarray:
     if isinstance(indices, bool):
         raise _errors.not_int_indices(fn, indices, ())
@@ -67,16 +71,21 @@ def _python_ints(indices: Any, fn: str) -> np.ndarray:
         arr = np.asarray(indices)
     except (ValueError, OverflowError) as exc:
         raise _errors.ragged_indices(fn, str(exc)) from None
-    if arr.dtype.kind == "i" and not _holds_bool(indices):
+    if arr.dtype in _LIST_DTYPES and not _holds_bool(indices):
         return arr
     if arr.size == 0 and arr.dtype.kind == "f":
         return arr.astype(np.int64)  # [] is float64 to NumPy, but an empty index list to users
+    # A list holds values: NumPy integer scalars in it count as ints whatever their type
+    # (NumPy would type [np.uint8(1)] uint8 and [np.uint8(1), 2] int64).
     objects = arr if arr.dtype == object else np.asarray(indices, dtype=object)
     for k, value in enumerate(objects.reshape(-1)):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             position = tuple(int(p) for p in np.unravel_index(k, objects.shape))
             raise _errors.not_int_indices(fn, value, position)
-    return objects  # ints only, some beyond int64 (NumPy made them uint64 or objects)
+    try:
+        return objects.astype(np.int64)
+    except OverflowError:
+        return objects  # ints only, some beyond int64
 
 
 def _holds_bool(indices: Any) -> bool:

@@ -53,7 +53,7 @@ def dtype_name(dtype: object) -> str:
     except (KeyError, TypeError):  # TypeError: an unhashable dtype
         pass
     if isinstance(dtype, np.dtype):
-        name = "string" if dtype.kind in "USO" else dtype.name
+        name = "string" if dtype.kind in "USOT" else dtype.name  # T: NumPy's StringDType
     else:
         # torch.float32 -> float32, array_api_strict.int64 -> int64
         name = str(dtype).rpartition(".")[2].removeprefix("dtype('").removesuffix("')")
@@ -126,9 +126,9 @@ def check_index_dtype(name: str, framework: str, fn: str = "gather") -> None:
         raise _errors.index_dtype(fn, name, framework)
 
 
-def check_grad_dtype(name: str) -> None:
+def check_grad_dtype(name: str, framework: str) -> None:
     if name not in GRAD_DTYPES:
-        raise _errors.grad_dtype(name)
+        raise _errors.grad_dtype(name, framework)
 
 
 def output_shape(

@@ -80,9 +80,14 @@ def non_onnx_dtypes(backend: Backend):
 def test_non_onnx_dtypes_are_rejected(lib):
     cases = [d for d in non_onnx_dtypes(lib) if d is not None]
     assert cases
+    gather_1 = "bool, complex128, complex64, float16, float32, float64, int16, int32, int64, " \
+        "int8, string, uint16, uint32, uint64, uint8"  # fmt: skip
     for data in cases:
-        with pytest.raises(TypeError, match="not an ONNX Gather type"):
+        with pytest.raises(TypeError, match="not an ONNX Gather type; allowed: bfloat16, bool"):
             gatherx.gather(data, [0])
+        for opset in (1, 11, 12):  # the types of the opset asked for: no bfloat16 before 13
+            with pytest.raises(TypeError, match=f"allowed: {gather_1}$"):
+                gatherx.gather(data, [0], opset=opset)
 
 
 def test_dtype_names_of_any_object_and_a_bounded_store(monkeypatch):

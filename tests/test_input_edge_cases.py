@@ -68,6 +68,27 @@ def test_python_ints_beyond_int64_are_out_of_bounds(backend, xp, value):
         gatherx.gather(data, value)
 
 
+@pytest.mark.parametrize(
+    "indices",
+    [[np.uint8(1)], [np.uint64(2), -1], [[np.int8(-3)], [np.uint32(0)]], [np.uint16(2), 0],
+     [np.array([1], np.uint8)], [np.int32(1), np.int32(-1)]],
+    ids=["uint8", "uint64-and-int", "int8-uint32", "uint16-and-int", "uint8-array", "int32"],
+)  # fmt: skip
+def test_numpy_integer_scalars_in_a_list_are_read_as_values(backend, xp, indices):
+    """A list holds values: NumPy integer scalars of any type in it are ints."""
+    values = np.array([[int(v) for v in np.ravel(row)] for row in indices] if isinstance(
+        indices[0], list) else [int(np.ravel(v)[0]) for v in indices])  # fmt: skip
+    values = values.reshape(np.shape(indices))
+    host = np.arange(12, dtype=np.float32).reshape(3, 4)
+    data = from_numpy(backend, host)
+    assert_same(gatherx.gather(data, indices), np.take(host, values, axis=0), like=data)
+    grad_host = np.ones((*values.shape, 4), np.float32)
+    want = np.zeros((3, 4), np.float32)
+    np.add.at(want, values, grad_host)
+    grad = from_numpy(backend, grad_host)
+    assert_same(gatherx.gather_grad((3, 4), indices, grad), want, like=grad)
+
+
 @pytest.mark.parametrize("dtype", [">i8", ">i4", "<i8"])
 def test_index_byte_order(backend, xp, dtype):
     host = np.arange(12, dtype=np.float32).reshape(4, 3)
@@ -90,6 +111,23 @@ def test_numpy_data_byte_order_and_width_are_kept(dtype):
         assert type(out) is np.ndarray
         assert out.dtype == data.dtype
         np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_numpy_string_dtype_is_a_string_type(axis):
+    """NumPy's own variable-width strings (StringDType) are ONNX strings, at every opset."""
+    data = np.array([["a", "bb", "ccc"], ["dd", "", "f"]], dtype=np.dtypes.StringDType())
+    for indices in ([1, -1], np.array([[0, 1], [-2, 0]]), -1, list(range(-2, 2)) * 10):
+        expected = np.take(data, np.asarray(indices) % data.shape[axis], axis=axis)
+        for opset in (1, 13):
+            if opset == 1 and np.min(indices) < 0:
+                continue
+            got = gatherx.gather(data, indices, axis=axis, opset=opset)
+            assert got.dtype == data.dtype
+            assert got.tolist() == expected.tolist()
+        out = np.empty_like(expected)
+        assert gatherx.gather(data, indices, axis=axis, out=out) is out
+        assert out.tolist() == expected.tolist()
 
 
 def test_rank_zero_numpy_results_keep_object_elements():

@@ -354,6 +354,45 @@ def test_numpy_gather_grad_with_jax_indices() -> None:
     assert_same(got, _add_oracle((4, 2), idx, grad, 0, -4), exact=False, **TOL)
 
 
+@pytest.mark.parametrize("dtype", ["int64", "uint64"])
+def test_numpy_integers_that_jax_would_wrap_are_refused(dtype) -> None:
+    """Without x64 JAX holds NumPy's 64-bit integers in 32 bits and wraps what does not fit:
+    such data or grad is refused with the value and its position; values that fit, and any
+    value with x64 on, are gathered exactly."""
+    wide = np.array([[3, 7], [5, 2**40 + 1]], dtype)
+    fits = np.array([[3, 7], [5, 2**31 - 1 if dtype == "int64" else 2**32 - 1]], dtype)
+    idx = jnp.asarray([1, 0], INT)
+    for host in (fits, wide):
+        if X64 or host is fits:
+            assert to_numpy(gatherx.gather(host, idx)).tolist() == host[[1, 0]].tolist()
+            want = np.zeros_like(host)
+            np.add.at(want, [1, 0], host)
+            got = gatherx.gather_grad((2, 2), idx, host)
+            assert to_numpy(got).astype(dtype).tolist() == want.tolist()
+    if not X64:
+        text = rf"numpy data of dtype {dtype} holds {2**40 + 1} at position \(1, 1\), beyond "
+        with pytest.raises(OverflowError, match=text + dtype[:-2] + "32"):
+            gatherx.gather(wide, idx)
+        with pytest.raises(OverflowError, match=r"numpy grad of dtype .* at position \(1, 1\)"):
+            gatherx.gather_grad((2, 2), idx, wide)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [np.array(["a", "bb"]), np.array([b"a", b"b"]), np.array(["a", None], object),
+     np.array(["2020-01-01", "2021-01-01"], "datetime64[D]")],
+    ids=["unicode", "bytes", "object", "datetime64"],
+)  # fmt: skip
+def test_numpy_data_jax_cannot_hold_is_gatherxs_type_error(data) -> None:
+    idx = jnp.asarray([1], INT)
+    want = "jax cannot compute with data of dtype string" if data.dtype.kind in "USO" else (
+        "numpy data of dtype datetime64.D. is not an ONNX Gather type")  # fmt: skip
+    with pytest.raises(TypeError, match=want):
+        gatherx.gather(data, idx)
+    if data.dtype.kind in "USO":  # strings are ONNX's: gathered by NumPy at NumPy indices
+        assert gatherx.gather(data, np.asarray(idx)).tolist() == data[[1]].tolist()
+
+
 # -- half-precision gather_grad sums in float32 and rounds once ------------------------------
 
 

@@ -275,7 +275,7 @@ class Backend:
         if sparse:
             self.check_sparse(grad, fn, "sparse")
         axis = _rules.normalize_axis(axis, len(shape), fn)
-        _rules.check_grad_dtype(self.dtype_name(grad))
+        _rules.check_grad_dtype(self.dtype_name(grad), self.name)
         index = self.index(indices, grad, fn)
         _rules.check_grad_shape(tuple(grad.shape), shape, tuple(index.shape), axis)
         index = self.bounded(index, grad, shape[axis], axis, _rules.GRAD_OPSET, fn)

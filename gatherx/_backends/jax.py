@@ -22,7 +22,7 @@ from jax._src.array import ArrayImpl as _CONCRETE  # concrete arrays: one type t
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
-from .. import _policy, _rules
+from .. import _errors, _policy, _rules
 from .._indices import plain_ndarray
 from .._strategy import (
     JAX_HALF_SUMS_AS_BITS,
@@ -386,6 +386,29 @@ def _eager_host(
     return None
 
 
+def _held(host: np.ndarray, fn: str, role: str) -> np.ndarray:
+    """NumPy ``host`` data or grad, refused where JAX would not hold it as it is: a dtype
+    outside the rules, strings, or integers beyond the 32-bit type JAX narrows them to
+    without jax_enable_x64 (which it would wrap). Floats round as JAX rounds them."""
+    name = _rules.dtype_name(host.dtype)
+    if role == "grad":
+        _rules.check_grad_dtype(name, "numpy")
+    else:
+        _rules.check_data_dtype(name, _rules.BFLOAT16_SINCE, "numpy")  # the opset: the flow's
+    if name == "string":
+        raise _errors.library_lacks_dtype(fn, role, "jax", name, "JAX arrays hold no strings")
+    held = jax.dtypes.canonicalize_dtype(host.dtype)
+    if held != host.dtype and host.dtype.kind in "iu" and host.size:
+        low, high = np.iinfo(held).min, np.iinfo(held).max
+        bad = (host < low) | (host > high)
+        if bad.any():
+            flat = int(np.argmax(bad.reshape(-1)))
+            position = tuple(int(p) for p in np.unravel_index(flat, host.shape))
+            value = int(host.reshape(-1)[flat])
+            raise _errors.beyond_held_dtype(fn, role, name, held.name, value, position)
+    return host
+
+
 def is_traced(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
 
@@ -459,7 +482,8 @@ class JaxBackend(Backend):
 
     def check_array(self, x: Any, fn: str, role: str) -> Any:
         if isinstance(x, (np.ndarray, np.generic)):  # JAX's convention: NumPy arrays are inputs
-            return jnp.asarray(plain_ndarray(x, fn, role) if isinstance(x, np.ndarray) else x)
+            host = plain_ndarray(x, fn, role) if isinstance(x, np.ndarray) else np.asarray(x)
+            return jnp.asarray(_held(host, fn, role))
         return x
 
     def from_host(self, host: np.ndarray, like: Any) -> Any:
