@@ -86,6 +86,12 @@ def shape_negative(dims: tuple[int, ...]) -> ValueError:
     return ValueError(f"gather_grad: shape must have non-negative dimensions, got {dims}")
 
 
+def shape_too_large(dims: tuple[int, ...]) -> ValueError:
+    return ValueError(
+        f"gather_grad: shape {dims} holds more than 2**63 - 1 elements, more than any array can"
+    )
+
+
 def grad_symbolic(got: tuple[int | None, ...]) -> ValueError:
     msg = (
         f"gather_grad: grad has shape {got}, whose dimensions of None are not known until the "
@@ -170,31 +176,46 @@ def mixed_dtensor(fn: str, data_is_dtensor: bool) -> TypeError:
     return TypeError(msg)
 
 
+def _array_role(fn: str) -> str:
+    """The argument the indices go with: gather's data, gather_grad's grad."""
+    return "grad" if fn == "gather_grad" else "data"
+
+
 def mixed_frameworks(
     fn: str, indices: object, framework: str, data: object, data_framework: str
 ) -> TypeError:
+    role = _array_role(fn)
     msg = (
-        f"{fn}: indices are a {describe(indices)} ({framework}) but data is a "
-        f"{describe(data)} ({data_framework}); pass indices from the data's framework, "
+        f"{fn}: indices are a {describe(indices)} ({framework}) but {role} is a "
+        f"{describe(data)} ({data_framework}); pass indices from the {role}'s framework, "
         "a NumPy array or Python ints"
     )
     return TypeError(msg)
 
 
 def different_namespaces(fn: str, indices: object, data: object) -> TypeError:
+    role = _array_role(fn)
     msg = (
-        f"{fn}: indices ({describe(indices)}) and data ({describe(data)}) come from "
-        "different array namespaces; convert the indices to the data's namespace first"
+        f"{fn}: indices ({describe(indices)}) and {role} ({describe(data)}) come from "
+        f"different array namespaces; convert the indices to the {role}'s namespace first"
     )
     return TypeError(msg)
 
 
 def device_mismatch(fn: str, index_device: object, data_device: object) -> ValueError:
+    role = _array_role(fn)
     msg = (
-        f"{fn}: indices are on device {index_device} but data is on device {data_device}; "
-        "move the indices to the data's device first (or pass a NumPy array or Python ints)"
+        f"{fn}: indices are on device {index_device} but {role} is on device {data_device}; "
+        f"move the indices to the {role}'s device first (or pass a NumPy array or Python ints)"
     )
     return ValueError(msg)
+
+
+def result_rank(fn: str, rank: int, limit: int, framework: str) -> ValueError:
+    return ValueError(
+        f"{fn}: the result would have rank {rank}, more than the {limit} dimensions a "
+        f"{framework} array can have"
+    )
 
 
 def not_int_indices(fn: str, value: object, position: tuple[int, ...]) -> TypeError:
@@ -253,6 +274,13 @@ def out_device(fn: str, got: object, want: object) -> ValueError:
 
 def out_read_only(fn: str) -> ValueError:
     return ValueError(f"{fn}: out is read-only; pass a writeable array")
+
+
+def out_self_overlap(fn: str) -> ValueError:
+    return ValueError(
+        f"{fn}: out has elements that share memory (a broadcast or overlapping view), so "
+        "one would be written for several results; pass an array with a place for each"
+    )
 
 
 def out_overlap(fn: str, role: str) -> ValueError:

@@ -58,7 +58,7 @@ def plain_ndarray(x: np.ndarray, fn: str, role: str) -> np.ndarray:
     return x.view(np.ndarray)
 
 
-#: What NumPy makes of a list of Python ints (int32 where NumPy scalars of it are all it holds).
+#: The index dtypes a list of ints may have as NumPy reads it, kept as they are.
 _LIST_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
 
 
@@ -71,12 +71,18 @@ def _python_ints(indices: Any, fn: str) -> np.ndarray:
         arr = np.asarray(indices)
     except (ValueError, OverflowError) as exc:
         raise _errors.ragged_indices(fn, str(exc)) from None
-    if arr.dtype in _LIST_DTYPES and not _holds_bool(indices):
-        return arr
+    except TypeError:  # an element NumPy cannot read, such as a traced JAX value
+        value, position = _first_unread(indices, ())
+        raise _errors.not_int_indices(fn, value, position) from None
+    # A list holds values: integers of any type count as ints (NumPy types [np.uint8(1)]
+    # uint8, [np.uint8(1), 2] int64); it becomes int64 (int32 if all it holds is int32).
+    if arr.dtype.kind in "iu" and not _holds_bool(indices):
+        if arr.dtype in _LIST_DTYPES:
+            return arr
+        if arr.dtype.kind == "i" or not arr.size or arr.max() <= np.iinfo(np.int64).max:
+            return arr.astype(np.int64)
     if arr.size == 0 and arr.dtype.kind == "f":
         return arr.astype(np.int64)  # [] is float64 to NumPy, but an empty index list to users
-    # A list holds values: NumPy integer scalars in it count as ints whatever their type
-    # (NumPy would type [np.uint8(1)] uint8 and [np.uint8(1), 2] int64).
     objects = arr if arr.dtype == object else np.asarray(indices, dtype=object)
     for k, value in enumerate(objects.reshape(-1)):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
@@ -88,8 +94,22 @@ def _python_ints(indices: Any, fn: str) -> np.ndarray:
         return objects  # ints only, some beyond int64
 
 
+def _first_unread(indices: Any, position: tuple[int, ...]) -> tuple[Any, tuple[int, ...]]:
+    """(value, position) of the first element of a nested list that NumPy cannot read."""
+    if isinstance(indices, (list, tuple)):
+        for k, item in enumerate(indices):
+            try:
+                np.asarray(item)
+            except TypeError:
+                return _first_unread(item, (*position, k))
+    return indices, position
+
+
 def _holds_bool(indices: Any) -> bool:
     """Whether a nested list holds a bool, which NumPy would silently read as 0 or 1."""
     if isinstance(indices, (list, tuple)):
         return any(_holds_bool(v) for v in indices)
-    return isinstance(indices, (bool, np.bool_))
+    if type(indices) is int:
+        return False
+    # a bool, or an array of bools (a 0-d np.array(True) or torch.tensor(True))
+    return isinstance(indices, (bool, np.bool_)) or np.asarray(indices).dtype == np.bool_

@@ -5,6 +5,7 @@ Every check raises the error :mod:`._errors` spells; backends and fast paths rea
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -57,6 +58,8 @@ def dtype_name(dtype: object) -> str:
     else:
         # torch.float32 -> float32, array_api_strict.int64 -> int64
         name = str(dtype).rpartition(".")[2].removeprefix("dtype('").removesuffix("')")
+    if isinstance(dtype, np.dtype) and dtype.kind == "V":
+        return name  # a record dtype equals its plain structured one, but names differ
     try:
         if len(_NAMES) < 1024:
             _NAMES[key] = name
@@ -145,7 +148,8 @@ def check_shape(shape: object) -> tuple[int, ...]:
             if type(d) is not int or d < 0:
                 break
         else:
-            return shape
+            if math.prod(shape) <= _INT64_MAX:
+                return shape
     if isinstance(shape, (str, bytes)):
         raise _errors.shape_type(shape)
     try:
@@ -154,7 +158,19 @@ def check_shape(shape: object) -> tuple[int, ...]:
         raise _errors.shape_type(shape) from None
     if dims and min(dims) < 0:
         raise _errors.shape_negative(dims)
+    if math.prod(dims) > _INT64_MAX:  # no framework allocates it; each fails its own way
+        raise _errors.shape_too_large(dims)
     return dims
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def check_result_rank(rank: int, limit: int | None, framework: str, fn: str) -> None:
+    """Refuse a result of more dimensions than the framework's arrays have (None: no limit
+    gatherx knows of)."""
+    if limit is not None and rank > limit:
+        raise _errors.result_rank(fn, rank, limit, framework)
 
 
 def _dim(d: Any) -> int:
@@ -327,6 +343,20 @@ def check_out(
 
 #: Where an array's bytes lie: (address space, first byte, one past the last byte).
 Span = tuple[object, int, int]
+
+
+def self_overlapping(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> bool:
+    """Whether an array's elements may share memory (a broadcast view, overlapping strides):
+    no dimension's stride may be shorter than what the dimensions of shorter strides span.
+    Layouts too tangled for that test count as overlapping."""
+    if 0 in shape:
+        return False
+    extent = itemsize
+    for stride, n in sorted((abs(s), n) for s, n in zip(strides, shape, strict=True) if n > 1):
+        if stride < extent:
+            return True
+        extent += stride * (n - 1)
+    return False
 
 
 def overlapping(a: Span | None, b: Span | None) -> bool:

@@ -172,8 +172,11 @@ def _shape(text: str) -> tuple[int, ...]:
     text = text.strip().strip("()[]").strip()
     if text in ("", "scalar"):
         return ()
+    parts = text.split(",")
+    if len(parts) > 1 and not parts[-1].strip():
+        parts.pop()  # a trailing comma, as in (5,)
     try:
-        dims = tuple(int(part) for part in text.split(",") if part.strip())
+        dims = tuple(int(part) for part in parts)  # int() refuses an empty field
     except ValueError:
         msg = f"invalid shape {text!r}: expected comma-separated integers such as 5,4"
         raise argparse.ArgumentTypeError(msg) from None

@@ -113,6 +113,8 @@ def test_check_passes_on_each_backend(module):
     [
         (["check", "--backends", "nope"], "unknown backend(s) nope"),
         (["explain", "--data-shape", "5,x", "--indices-shape", "2"], "invalid shape '5,x'"),
+        (["explain", "--data-shape", "5,,4", "--indices-shape", "2"], "invalid shape '5,,4'"),
+        (["explain", "--data-shape", "5,4", "--indices-shape", ",2"], "invalid shape ',2'"),
         (["explain", "--data-shape", "5,4", "--indices-shape", "2", "--axis", "2"], "axis 2"),
         (["explain", "--data-shape", "", "--indices-shape", "2"], "rank >= 1"),
         (["explain", "--indices-shape", "2"], "required: --data-shape"),
@@ -178,6 +180,10 @@ def test_explain_command():
     result = run("-m", "gatherx", "explain", "--data-shape", "5,4", "--indices-shape", "2,2")
     assert result.returncode == 0
     assert "output shape: (2, 2, 4)" in result.stdout
+    # A trailing comma is a tuple's, as in (5,): the shape (5,), not an error.
+    result = run("-m", "gatherx", "explain", "--data-shape", "(5,)", "--indices-shape", "2,")
+    assert result.returncode == 0
+    assert "output shape: (2,)" in result.stdout
     assert "valid indices: [-5, 4] (opset >= 11), [0, 4] (opset 1-10)" in result.stdout
 
 

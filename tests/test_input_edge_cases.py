@@ -89,6 +89,83 @@ def test_numpy_integer_scalars_in_a_list_are_read_as_values(backend, xp, indices
     assert_same(gatherx.gather_grad((3, 4), indices, grad), want, like=grad)
 
 
+@pytest.mark.parametrize("element", ["numpy", "torch"])
+def test_zero_d_integer_arrays_in_a_list_are_read_as_values(backend, xp, element):
+    def make(value, dtype):
+        if element == "numpy":
+            return np.array(value, dtype)
+        torch = need("torch")
+        return torch.tensor(value, dtype=getattr(torch, dtype))
+
+    host = np.arange(12, dtype=np.float32).reshape(3, 4)
+    data = from_numpy(backend, host)
+    indices = [make(2, "uint8"), make(-1, "int16"), make(0, "int64")]
+    assert_same(gatherx.gather(data, indices), host[[2, -1, 0]], like=data)
+    with pytest.raises(TypeError, match=r"got \w+ .*True.* at position \(1,\)"):
+        gatherx.gather(data, [0, make(True, "bool")])
+
+
+def test_two_mistakes_read_the_same_on_every_backend(backend, xp):
+    """Python indices are read after the data, axis, opset and out have passed, as the flow
+    checks them: the first mistake in that order is the one reported, everywhere."""
+    data = from_numpy(backend, np.zeros((5, 2), np.float32))
+    grad = from_numpy(backend, np.zeros((1, 2), np.float32))
+    with pytest.raises(ValueError, match="gather: axis 9 is out of the accepted range"):
+        gatherx.gather(data, [0.5], axis=9)
+    with pytest.raises(ValueError, match="opset must be >= 1"):
+        gatherx.gather(data, [True], opset=0)
+    if supports_dtype(backend, "bfloat16") is None:  # (None: it holds them)
+        half = from_numpy(backend, np.zeros(3, need("ml_dtypes").bfloat16))
+        with pytest.raises(TypeError, match="bfloat16 data needs opset >= 13"):
+            gatherx.gather(half, [0.5], opset=12)
+    with pytest.raises(ValueError, match="gather_grad: axis 9 is out of the accepted range"):
+        gatherx.gather_grad((5, 2), [0.5], grad, axis=9)
+    bools = from_numpy(backend, np.zeros((1, 2), bool))
+    with pytest.raises(TypeError, match="grad of dtype bool is not a numeric ONNX type"):
+        gatherx.gather_grad((5, 2), [0.5], bools)
+    with pytest.raises(TypeError, match="indices must be int32 or int64"):
+        gatherx.gather(data, [0.5])
+
+
+@pytest.mark.parametrize("shape", [(2**70, 2), (2**40, 2**40), (3, 2**62, 2)])
+def test_gather_grad_shape_beyond_int64_elements(backend, xp, shape):
+    grad = from_numpy(backend, np.ones((1, *shape[1:]), np.float32)) if len(shape) == 2 and \
+        shape[1] == 2 else from_numpy(backend, np.ones((1, 1), np.float32))  # fmt: skip
+    with pytest.raises(ValueError, match=r"gather_grad: shape .* holds more than 2\*\*63 - 1"):
+        gatherx.gather_grad(shape, [0], grad)
+
+
+def test_gather_grad_names_its_grad_in_mixed_inputs():
+    torch = need("torch")
+    with pytest.raises(TypeError, match=r"indices are a torch.Tensor \(torch\) but grad is a "
+                       r"numpy.ndarray \(numpy\); pass indices from the grad's"):  # fmt: skip
+        gatherx.gather_grad((5, 2), torch.tensor([0]), np.ones((1, 2)))
+
+
+def test_numpy_result_rank_beyond_numpys_limit():
+    """NumPy arrays have at most 64 dimensions (a take past them can crash NumPy): such a
+    result is refused before any work; 64 dimensions are gathered."""
+    ones = (1,) * 33
+    for indices in (np.zeros(ones, np.int64), np.zeros(ones, np.int32).tolist()):
+        with pytest.raises(ValueError, match="result would have rank 65, more than the 64"):
+            gatherx.gather(np.zeros(ones), indices)
+        out = np.zeros((1,) * 64)  # (no array has the result's rank)
+        with pytest.raises(ValueError, match="result would have rank 65"):
+            gatherx.gather(np.zeros(ones), indices, out=out)
+    data = np.arange(2.0).reshape((2,) + (1,) * 32)
+    index = np.ones((1,) * 32, np.int64)
+    np.testing.assert_array_equal(gatherx.gather(data, index), np.take(data, index, axis=0))
+    with pytest.raises(ValueError, match="gather_grad: the result would have rank 65"):
+        gatherx.gather_grad((1,) * 65, 0, np.zeros((1,) * 64))
+
+
+def test_structured_dtype_names_do_not_depend_on_earlier_calls():
+    plain = np.zeros(3, dtype=[("a", "f8")])
+    for data, name in ((plain.view(np.recarray), "record64"), (plain, "void64")):
+        with pytest.raises(TypeError, match=f"numpy data of dtype {name} is not an ONNX"):
+            gatherx.gather(data, [0])
+
+
 @pytest.mark.parametrize("dtype", [">i8", ">i4", "<i8"])
 def test_index_byte_order(backend, xp, dtype):
     host = np.arange(12, dtype=np.float32).reshape(4, 3)

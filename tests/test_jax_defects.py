@@ -354,6 +354,19 @@ def test_numpy_gather_grad_with_jax_indices() -> None:
     assert_same(got, _add_oracle((4, 2), idx, grad, 0, -4), exact=False, **TOL)
 
 
+def test_a_list_holding_traced_values_is_gatherxs_type_error() -> None:
+    """A Python list is read on the host: a traced value in it is named with its position
+    (an array index, jnp.stack of them, is what jit can trace)."""
+    table = jnp.arange(6.0)
+    with pytest.raises(TypeError, match=r"^gather: indices must be int32 or int64 \(Python\), "
+                       r"got .*Tracer.* at position \(1, 0\)"):  # fmt: skip
+        jax.jit(lambda i: gatherx.gather(table, [[0], [i]]))(jnp.array(1))
+    with pytest.raises(TypeError, match=r"^gather_grad: .* at position \(1,\)"):
+        jax.jit(lambda i: gatherx.gather_grad((6,), [0, i], jnp.ones(2)))(jnp.array(1))
+    got = jax.jit(lambda i: gatherx.gather(table, jnp.stack([i, 0])))(jnp.array(-1))
+    assert to_numpy(got).tolist() == [5.0, 0.0]
+
+
 @pytest.mark.parametrize("dtype", ["int64", "uint64"])
 def test_numpy_integers_that_jax_would_wrap_are_refused(dtype) -> None:
     """Without x64 JAX holds NumPy's 64-bit integers in 32 bits and wraps what does not fit:

@@ -785,8 +785,37 @@ def test_immutable_and_lazy_arrays_refuse_out(lib):
         data = need("dask.array").from_array(DATA, chunks=2)
     else:
         data = from_numpy(Backend.ARRAY_API_STRICT, DATA)
-    name = {"array_api_strict": "array-api"}.get(lib, lib)
-    _refused(data, [0, 1], out, TypeError, f"{name} arrays are immutable or computed lazily")
+    _refused(data, [0, 1], out, TypeError, f"{lib} arrays are immutable or computed lazily")
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_out_whose_elements_share_memory_is_refused(lib):
+    """A broadcast or overlapping view cannot hold a result (one place, several results):
+    refused before any write; a transposed or reversed view, whose places are distinct, is
+    written."""
+    host = np.arange(10.0).reshape(5, 2)
+    if lib == "numpy":
+        data = host
+        strided = np.lib.stride_tricks.as_strided
+        views = [strided(np.full(2, -7.0), (3, 2), (0, 8), writeable=True),
+                 strided(np.full(4, -7.0), (3, 2), (8, 8), writeable=True)]  # fmt: skip
+        fine = [np.full((2, 3), -7.0).T, np.full((3, 4), -7.0)[::-1, ::2]]
+    else:
+        torch = need("torch")
+        data = torch.from_numpy(host.copy())
+        views = [
+            torch.full((1, 2), -7.0, dtype=torch.float64).expand(3, 2),
+            torch.full((4,), -7.0, dtype=torch.float64).as_strided((3, 2), (1, 1)),
+        ]
+        fine = [
+            torch.full((2, 3), -7.0, dtype=torch.float64).T,
+            torch.full((3, 4), -7.0, dtype=torch.float64)[:, ::2],
+        ]
+    for out in views:
+        _refused(data, [0, 1, 2], out, ValueError, "out has elements that share memory")
+    for out in fine:
+        assert gatherx.gather(data, [0, -1, 2], out=out) is out
+        np.testing.assert_array_equal(to_numpy(out), host[[0, -1, 2]])
 
 
 def test_numpy_dtype_names_in_messages():

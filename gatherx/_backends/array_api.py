@@ -29,11 +29,10 @@ _NEVER_VALID = np.iinfo(np.int64).max
 class ArrayApiBackend(Backend):
     """One array-API namespace ``xp`` (array-api-strict, CuPy, cubed, ndonnx, sparse, ...)."""
 
-    name = "array-api"
-
     def __init__(self, xp: Any) -> None:
         self.xp = xp
         self.can = caps.capabilities(xp)
+        self.name = self.can.name  # in messages, the library: array_api_strict, cubed, ...
 
     def dtype_name(self, x: Any) -> str:
         return caps.dtype_name(x.dtype)
@@ -43,7 +42,7 @@ class ArrayApiBackend(Backend):
     def index(self, indices: Any, like: Any, fn: str) -> Any:
         if is_host(indices):
             return host_indices(indices, fn)
-        _rules.check_index_dtype(self.dtype_name(indices), self.can.name, fn)
+        _rules.check_index_dtype(self.dtype_name(indices), self.name, fn)
         self.check_index(indices, like, fn)
         if self.can.native_indices and self.can.evaluation != caps.GRAPH:
             return indices
@@ -131,7 +130,7 @@ class ArrayApiBackend(Backend):
             raise _errors.grad_symbolic(tuple(x.shape))
         why = self.can.lacks.get(self.dtype_name(x))
         if why is not None:
-            raise _errors.library_lacks_dtype(fn, role, self.can.name, self.dtype_name(x), why)
+            raise _errors.library_lacks_dtype(fn, role, self.name, self.dtype_name(x), why)
         if self.can.sparse and getattr(x, "format", None) not in ("coo", "gcxs"):
             raise _errors.unsupported_array(
                 fn, role, x, f"format {getattr(x, 'format', None)!r}",

@@ -62,10 +62,13 @@ class Backend:
     front of them that falls back on these methods for anything it does not decide itself.
     """
 
-    #: The framework's name in messages: ``numpy``, ``torch``, ``jax``, ``dask``, ``array-api``.
+    #: The framework's name in messages: ``numpy``, ``torch``, ``jax``, ``dask``, or an
+    #: array-API library's (``array_api_strict``, ``cubed``, ...).
     name = ""
     #: Whether NumPy data with this backend's indices computes here (JAX's convention).
     takes_numpy_data = False
+    #: The most dimensions an array of this framework has (None: no limit gatherx knows).
+    max_rank: int | None = None
 
     # -- primitives ---------------------------------------------------------------------
 
@@ -217,6 +220,7 @@ class Backend:
         :meth:`gather` but the take."""
         data, axis, opset = self.checked_data(data, axis, opset)
         index = self.index(indices, data, "gather")
+        _rules.check_result_rank(data.ndim - 1 + index.ndim, self.max_rank, self.name, "gather")
         index = self.bounded(index, data, data.shape[axis], axis, opset, "gather")
         return data, index, axis
 
@@ -256,6 +260,7 @@ class Backend:
         target = writer.accept(data, out, fn)
         index = self.index(indices, data, fn)
         shape = _rules.output_shape(data.shape, index.shape, axis)
+        _rules.check_result_rank(len(shape), self.max_rank, self.name, fn)
         devices = getattr(target, "device", None), getattr(data, "device", None)
         _rules.check_out(target.shape, shape, target.dtype, data.dtype, *devices, fn)
         where = writer.span(target)
@@ -271,6 +276,7 @@ class Backend:
     ) -> Any:
         fn = "gather_grad"
         shape = _rules.check_shape(shape)
+        _rules.check_result_rank(len(shape), self.max_rank, self.name, fn)
         grad = self.check_array(grad, fn, "grad")
         if sparse:
             self.check_sparse(grad, fn, "sparse")

@@ -65,26 +65,45 @@ def _plain_host(indices: Any, fn: str) -> np.ndarray | None:
     return None
 
 
+#: NumPy 2's limit on an array's dimensions (NPY_MAXDIMS); a take past it can crash NumPy.
+_MAX_RANK = 64
+
+
+def _rank_fits(data: np.ndarray, index: np.ndarray) -> bool:
+    """The flow's rank rule for a fast path: the result has at most :data:`_MAX_RANK` dims."""
+    return data.ndim + index.ndim <= _MAX_RANK + 1
+
+
+def _overlaps_itself(out: np.ndarray) -> bool:
+    return not out.flags.c_contiguous and _rules.self_overlapping(
+        out.shape, out.strides, out.itemsize
+    )
+
+
 class NumpyBackend(Backend):
     name = "numpy"
+    max_rank = _MAX_RANK
+
+    # The fast paths read Python indices only once the data, axis, opset (and out) passed
+    # their tests: an error then is the one the flow, which checks those first, would raise.
 
     def gather(self, data: Any, indices: Any, axis: Any, opset: Any) -> Any:
         # Small gathers are dominated by Python overhead: the common case is decided in a few
         # identity and set tests. On non-empty data every plan checks every index against
         # exactly [-s, s-1], Gather-11's range, and raises IndexError for any outside it;
         # the flow then reports what it refuses.
-        host = _plain_host(indices, "gather")
         if (
-            host is not None
-            and type(data) is np.ndarray
+            type(data) is np.ndarray
             and _rules.plain_call(axis, opset, data.ndim)
             and _fast_data(data.dtype, opset)
             and data.size
         ):
-            try:
-                return take_by_plan(None, data, host, axis % data.ndim)
-            except IndexError:
-                pass
+            host = _plain_host(indices, "gather")
+            if host is not None and _rank_fits(data, host):
+                try:
+                    return take_by_plan(None, data, host, axis % data.ndim)
+                except IndexError:
+                    pass
         return super().gather(data, indices, axis, opset)
 
     def gather_grad(
@@ -94,16 +113,16 @@ class NumpyBackend(Backend):
         # (the index checked and made non-negative by the flow's host rule); the flow takes
         # every other call, and reports every refusal.
         shape = _rules.check_shape(shape)  # the flow's first check
-        host = _plain_host(indices, "gather_grad")
         if (
-            host is not None
-            and type(grad) is np.ndarray
+            type(grad) is np.ndarray
             and _rules.plain_call(axis, _rules.GRAD_OPSET, len(shape))
             and (grad.dtype in _FAST_GRAD_DTYPES or _bfloat16(grad.dtype))
             and not sparse
+            and len(shape) <= _MAX_RANK
         ):
+            host = _plain_host(indices, "gather_grad")
             ax = axis % len(shape)
-            if grad.shape == _rules.output_shape(shape, host.shape, ax):
+            if host is not None and grad.shape == _rules.output_shape(shape, host.shape, ax):
                 size = shape[ax]
                 # summed in float32: float16, and bfloat16 (the one dtype not in the set)
                 half = grad.dtype in _HALF or grad.dtype not in _FAST_GRAD_DTYPES
@@ -146,20 +165,21 @@ class NumpyBackend(Backend):
         # As in gather: the common call decided in a few identity tests, by the same rules
         # (np.may_share_memory is the flow's overlap test: byte bounds); the flow takes
         # every other call, and reports every refusal.
-        host = _plain_host(indices, "gather")
         if (
-            host is not None
-            and type(data) is np.ndarray
+            type(data) is np.ndarray
             and type(out) is np.ndarray
             and _rules.plain_call(axis, opset, data.ndim)
             and _fast_data(data.dtype, opset)
             and out.dtype == data.dtype
             and out.flags.writeable
+            and not _overlaps_itself(out)
         ):
+            host = _plain_host(indices, "gather")
             ax = axis % data.ndim
             shape = data.shape
             if (
-                out.shape == (*shape[:ax], *host.shape, *shape[ax + 1 :])
+                host is not None
+                and out.shape == (*shape[:ax], *host.shape, *shape[ax + 1 :])
                 and not np.may_share_memory(out, data)
                 and not np.may_share_memory(out, host)
                 # (an empty index: nothing to check or write)
@@ -180,6 +200,8 @@ class _NumpyOut(OutWriter):
         target = plain_ndarray(out, fn, "out")
         if not target.flags.writeable:
             raise _errors.out_read_only(fn)
+        if _overlaps_itself(target):
+            raise _errors.out_self_overlap(fn)
         return target
 
     def take_into(

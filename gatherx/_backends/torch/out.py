@@ -40,6 +40,7 @@ def gather_out(
         and out.layout is STRIDED
         and not out.is_nested
         and not (data.requires_grad or out.requires_grad)
+        and not _overlaps_itself(out)
     ):
         ax = axis % data.ndim
         shape = data.shape
@@ -104,6 +105,10 @@ def _refusal(data: torch.Tensor, out: torch.Tensor) -> str | None:
     return None
 
 
+def _overlaps_itself(out: torch.Tensor) -> bool:
+    return not out.is_contiguous() and _rules.self_overlapping(out.shape, out.stride(), 1)
+
+
 class TorchOut(OutWriter):
     """``out=`` for PyTorch tensors on any device: the index's bounds read on the host (one
     sync on an accelerator), then ``index_select`` writes into ``out`` viewed in its shape."""
@@ -118,6 +123,8 @@ class TorchOut(OutWriter):
         why = _refusal(data, out)
         if why is not None:
             raise _errors.out_refused(fn, why)
+        if _overlaps_itself(out):
+            raise _errors.out_self_overlap(fn)
         return out
 
     def span(self, x: Any) -> Span | None:
