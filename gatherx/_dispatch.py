@@ -56,7 +56,7 @@ def _with_indices(backend: Backend, array: Any, indices: Any, fn: str) -> Backen
         raise _errors.bad_indices_type(fn, indices)
     if other is backend:
         return backend
-    if backend.name == "numpy" and other.takes_numpy_data:
+    if backend is _NAMED.get("numpy") and other.takes_numpy_data:
         return other
     if type(other) is type(backend):  # two instances of the generic backend: two namespaces
         raise _errors.different_namespaces(fn, indices, array)

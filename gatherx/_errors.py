@@ -14,6 +14,11 @@ def describe(x: object) -> str:
     return f"{module}.{type(x).__qualname__}"
 
 
+def _a(text: str) -> str:
+    """``text`` after its indefinite article: a torch.Tensor, an array_api_strict.Array."""
+    return f"an {text}" if text[:1] in "aeiou" else f"a {text}"
+
+
 def _is_jax_tracer(x: object) -> bool:
     return type(x).__module__.startswith("jax") and "Tracer" in type(x).__name__
 
@@ -186,8 +191,8 @@ def mixed_frameworks(
 ) -> TypeError:
     role = _array_role(fn)
     msg = (
-        f"{fn}: indices are a {describe(indices)} ({framework}) but {role} is a "
-        f"{describe(data)} ({data_framework}); pass indices from the {role}'s framework, "
+        f"{fn}: indices are {_a(describe(indices))} ({framework}) but {role} is "
+        f"{_a(describe(data))} ({data_framework}); pass indices from the {role}'s framework, "
         "a NumPy array or Python ints"
     )
     return TypeError(msg)
@@ -340,9 +345,14 @@ def beyond_held_dtype(
     )
 
 
-def library_lacks_dtype(fn: str, role: str, library: str, name: str, why: str) -> TypeError:
+def library_lacks_dtype(
+    fn: str,
+    role: str,
+    library: str,
+    name: str,
+    why: str,
+    advice: str = "cast it to a dtype the library computes with, or gather a NumPy copy",
+) -> TypeError:
     """An ONNX dtype that this array library can describe but not compute with."""
-    return TypeError(
-        f"{fn}: {library} cannot compute with {role} of dtype {name} ({why}); "
-        "cast it to a dtype the library computes with, or gather a NumPy copy"
-    )
+    msg = f"{fn}: {library} cannot compute with {role} of dtype {name} ({why}); {advice}"
+    return TypeError(msg)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -84,14 +85,25 @@ def _python_ints(indices: Any, fn: str) -> np.ndarray:
     if arr.size == 0 and arr.dtype.kind == "f":
         return arr.astype(np.int64)  # [] is float64 to NumPy, but an empty index list to users
     objects = arr if arr.dtype == object else np.asarray(indices, dtype=object)
-    for k, value in enumerate(objects.reshape(-1)):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            position = tuple(int(p) for p in np.unravel_index(k, objects.shape))
-            raise _errors.not_int_indices(fn, value, position)
+    flat = objects.reshape(-1)
+    for k, value in enumerate(flat):
+        if type(value) is not int:
+            flat[k] = _int_value(value, fn, np.unravel_index(k, objects.shape))
     try:
         return objects.astype(np.int64)
     except OverflowError:
         return objects  # ints only, some beyond int64
+
+
+def _int_value(value: Any, fn: str, position: tuple[Any, ...]) -> int:
+    """An element of a list read as an int (an int subclass, a NumPy integer, a 0-d integer
+    array), or the TypeError that names it."""
+    if not _holds_bool(value):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise _errors.not_int_indices(fn, value, tuple(int(p) for p in position))
 
 
 def _first_unread(indices: Any, position: tuple[int, ...]) -> tuple[Any, tuple[int, ...]]:
@@ -109,7 +121,9 @@ def _holds_bool(indices: Any) -> bool:
     """Whether a nested list holds a bool, which NumPy would silently read as 0 or 1."""
     if isinstance(indices, (list, tuple)):
         return any(_holds_bool(v) for v in indices)
-    if type(indices) is int:
-        return False
-    # a bool, or an array of bools (a 0-d np.array(True) or torch.tensor(True))
-    return isinstance(indices, (bool, np.bool_)) or np.asarray(indices).dtype == np.bool_
+    if isinstance(indices, (int, np.integer)):  # (np.bool_ is no np.integer)
+        return isinstance(indices, bool)
+    if isinstance(indices, np.bool_):
+        return True
+    # an array of bools (a 0-d np.array(True), torch.tensor(True)), read as NumPy reads it
+    return hasattr(indices, "__array__") and np.asarray(indices).dtype == np.bool_

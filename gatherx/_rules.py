@@ -145,7 +145,7 @@ def check_shape(shape: object) -> tuple[int, ...]:
     """The ``shape`` argument of gather_grad as a tuple of non-negative ints."""
     if type(shape) is tuple:  # the usual argument, read without a call per dimension
         for d in shape:
-            if type(d) is not int or d < 0:
+            if type(d) is not int or d < 0 or d > _INT64_MAX:
                 break
         else:
             if math.prod(shape) <= _INT64_MAX:
@@ -158,18 +158,27 @@ def check_shape(shape: object) -> tuple[int, ...]:
         raise _errors.shape_type(shape) from None
     if dims and min(dims) < 0:
         raise _errors.shape_negative(dims)
-    if math.prod(dims) > _INT64_MAX:  # no framework allocates it; each fails its own way
-        raise _errors.shape_too_large(dims)
+    if dims and (max(dims) > _INT64_MAX or math.prod(dims) > _INT64_MAX):
+        raise _errors.shape_too_large(dims)  # no framework makes it; each fails its own way
     return dims
 
 
 _INT64_MAX = 2**63 - 1
 
+#: The most dimensions a NumPy array has (NPY_MAXDIMS: 64 from NumPy 2, 32 before); a take
+#: past it can crash NumPy.
+NUMPY_MAX_RANK = 64 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32
+
+
+def rank_fits(rank: int, limit: int | None) -> bool:
+    """Whether a result of ``rank`` dimensions fits a framework's ``limit`` (None: none)."""
+    return limit is None or rank <= limit
+
 
 def check_result_rank(rank: int, limit: int | None, framework: str, fn: str) -> None:
-    """Refuse a result of more dimensions than the framework's arrays have (None: no limit
-    gatherx knows of)."""
-    if limit is not None and rank > limit:
+    """Refuse a result of more dimensions than the framework's arrays have."""
+    if not rank_fits(rank, limit):
+        assert limit is not None
         raise _errors.result_rank(fn, rank, limit, framework)
 
 
@@ -345,18 +354,26 @@ def check_out(
 Span = tuple[object, int, int]
 
 
-def self_overlapping(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> bool:
-    """Whether an array's elements may share memory (a broadcast view, overlapping strides):
-    no dimension's stride may be shorter than what the dimensions of shorter strides span.
-    Layouts too tangled for that test count as overlapping."""
-    if 0 in shape:
+def overlaps_itself(
+    contiguous: bool, shape: Sequence[int], strides: Sequence[int], itemsize: int
+) -> bool:
+    """Whether an array's elements share memory (a broadcast view, overlapping strides);
+    ``strides`` in the unit of ``itemsize``."""
+    if contiguous or 0 in shape:
         return False
+    # No overlap where no stride is shorter than what the dimensions of shorter ones span;
+    # other layouts (interleaved views) are decided from their elements' offsets.
     extent = itemsize
     for stride, n in sorted((abs(s), n) for s, n in zip(strides, shape, strict=True) if n > 1):
         if stride < extent:
-            return True
+            break
         extent += stride * (n - 1)
-    return False
+    else:
+        return False
+    offsets = np.zeros((), np.int64)
+    for stride, n in zip(strides, shape, strict=True):
+        offsets = np.add.outer(offsets, np.arange(n, dtype=np.int64) * stride)
+    return bool((np.diff(np.sort(offsets, axis=None)) < itemsize).any())
 
 
 def overlapping(a: Span | None, b: Span | None) -> bool:

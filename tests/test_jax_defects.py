@@ -390,6 +390,24 @@ def test_numpy_integers_that_jax_would_wrap_are_refused(dtype) -> None:
             gatherx.gather_grad((2, 2), idx, wide)
 
 
+def test_numpy_data_at_jax_indices_reads_its_errors_in_the_flows_order() -> None:
+    """NumPy data is checked as the flow checks any data (axis, rank, the opset's dtypes)
+    before JAX takes it: the error is the one NumPy indices would give, but for the name."""
+    f8 = np.zeros(2, need("ml_dtypes").float8_e4m3fn)
+    for idx in (np.array([0]), jnp.asarray([0], INT)):
+        with pytest.raises(ValueError, match="axis 5 is out of the accepted range"):
+            gatherx.gather(f8, idx, axis=5)
+        with pytest.raises(ValueError, match="axis 3 is out of the accepted range"):
+            gatherx.gather(np.array([2**40, 1]), idx, axis=3)
+        with pytest.raises(ValueError, match="rank >= 1"):
+            gatherx.gather(np.int64(2**40), idx)
+        with pytest.raises(TypeError, match=r"float8_e4m3fn is not an ONNX Gather type; "
+                           r"allowed: bool, complex128"):  # fmt: skip
+            gatherx.gather(f8, idx, opset=11)
+        with pytest.raises(TypeError, match="sparse"):
+            gatherx.gather_grad((2,), idx, np.zeros(1, bool), sparse=True)
+
+
 @pytest.mark.parametrize(
     "data",
     [np.array(["a", "bb"]), np.array([b"a", b"b"]), np.array(["a", None], object),
@@ -398,8 +416,9 @@ def test_numpy_integers_that_jax_would_wrap_are_refused(dtype) -> None:
 )  # fmt: skip
 def test_numpy_data_jax_cannot_hold_is_gatherxs_type_error(data) -> None:
     idx = jnp.asarray([1], INT)
-    want = "jax cannot compute with data of dtype string" if data.dtype.kind in "USO" else (
-        "numpy data of dtype datetime64.D. is not an ONNX Gather type")  # fmt: skip
+    strings = "jax cannot compute with data of dtype string .* pass NumPy indices"
+    others = "data of dtype datetime64.D. is not an ONNX Gather type"
+    want = strings if data.dtype.kind in "USO" else others
     with pytest.raises(TypeError, match=want):
         gatherx.gather(data, idx)
     if data.dtype.kind in "USO":  # strings are ONNX's: gathered by NumPy at NumPy indices

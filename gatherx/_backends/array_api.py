@@ -29,10 +29,13 @@ _NEVER_VALID = np.iinfo(np.int64).max
 class ArrayApiBackend(Backend):
     """One array-API namespace ``xp`` (array-api-strict, CuPy, cubed, ndonnx, sparse, ...)."""
 
+    no_out_because = "gatherx writes out= into NumPy arrays and PyTorch tensors only"
+
     def __init__(self, xp: Any) -> None:
         self.xp = xp
         self.can = caps.capabilities(xp)
         self.name = self.can.name  # in messages, the library: array_api_strict, cubed, ...
+        self.max_rank = self.can.max_rank
 
     def dtype_name(self, x: Any) -> str:
         return caps.dtype_name(x.dtype)

@@ -69,6 +69,8 @@ class Backend:
     takes_numpy_data = False
     #: The most dimensions an array of this framework has (None: no limit gatherx knows).
     max_rank: int | None = None
+    #: Why ``out=`` is refused, where :meth:`out_writer` is None (``{name}``: :attr:`name`).
+    no_out_because = "{name} arrays are immutable or computed lazily, so none is written into"
 
     # -- primitives ---------------------------------------------------------------------
 
@@ -77,7 +79,12 @@ class Backend:
         return dtype_name(x.dtype)
 
     def check_array(self, x: Any, fn: str, role: str) -> Any:
-        """``x`` (data or grad) as this backend computes with it; refuse what it cannot."""
+        """``x`` (data or grad) as an array of this backend or a NumPy array it takes; refuse
+        what it cannot take."""
+        return x
+
+    def adopt(self, x: Any, fn: str, role: str) -> Any:
+        """``x`` (data or grad, its rank and dtype checked) as this backend computes with it."""
         return x
 
     def check_index(self, index: Any, like: Any, fn: str) -> None:
@@ -213,7 +220,7 @@ class Backend:
         data = self.check_array(data, "gather", "data")
         axis = _rules.normalize_axis(axis, data.ndim)
         _rules.check_data_dtype(self.dtype_name(data), opset, self.name)
-        return data, axis, opset
+        return self.adopt(data, "gather", "data"), axis, opset
 
     def prepared(self, data: Any, indices: Any, axis: Any, opset: Any) -> tuple[Any, Any, int]:
         """(data, index, axis) of a gather, every input checked and the index bounded: all of
@@ -255,8 +262,7 @@ class Backend:
         data, axis, opset = self.checked_data(data, axis, opset)
         writer = writer or self.out_writer()
         if writer is None:
-            why = f"{self.name} arrays are immutable or computed lazily, so none is written into"
-            raise _errors.out_refused(fn, why)
+            raise _errors.out_refused(fn, self.no_out_because.format(name=self.name))
         target = writer.accept(data, out, fn)
         index = self.index(indices, data, fn)
         shape = _rules.output_shape(data.shape, index.shape, axis)
@@ -282,6 +288,7 @@ class Backend:
             self.check_sparse(grad, fn, "sparse")
         axis = _rules.normalize_axis(axis, len(shape), fn)
         _rules.check_grad_dtype(self.dtype_name(grad), self.name)
+        grad = self.adopt(grad, fn, "grad")
         index = self.index(indices, grad, fn)
         _rules.check_grad_shape(tuple(grad.shape), shape, tuple(index.shape), axis)
         index = self.bounded(index, grad, shape[axis], axis, _rules.GRAD_OPSET, fn)

@@ -42,6 +42,9 @@ class Capabilities:
         Whether string data is gathered along its last axis only (axes moved there and
         back): onnxruntime's string Gather (ndonnx's evaluator, 1.32) copies one element per
         index where a slice holds more.
+    max_rank : int or None
+        The most dimensions its arrays have, where gatherx knows it (NumPy's, for libraries
+        built on NumPy arrays).
     """
 
     name: str
@@ -53,6 +56,7 @@ class Capabilities:
     lacks: dict[str, str] = dataclasses.field(default_factory=dict)
     exact_wide_sums: bool = True
     strings_last_axis: bool = False
+    max_rank: int | None = None
 
 
 #: The libraries whose answers differ from an eager, dense, DLPack-capable namespace.
@@ -75,13 +79,23 @@ _KNOWN = {
 }
 
 
+#: Libraries built on NumPy arrays, and so held to NumPy's rank.
+_ON_NUMPY = frozenset({"array_api_strict"})
+
+
 def capabilities(xp: Any) -> Capabilities:
     """The answers for namespace ``xp``: a known library's, or found by one DLPack probe."""
-    name = getattr(xp, "__name__", type(xp).__name__).partition(".")[0]
+    module = getattr(xp, "__name__", type(xp).__name__)
+    name = module.partition(".")[0]
+    if name == "array_api_compat":  # a library it wraps: array_api_compat.cupy is cupy
+        name = module.split(".")[1] if "." in module else name
     known = _KNOWN.get(name)
     if known is not None:
         return known
-    return Capabilities(name, dlpack=_reads_dlpack(xp))
+    from .._rules import NUMPY_MAX_RANK
+
+    max_rank = NUMPY_MAX_RANK if name in _ON_NUMPY else None
+    return Capabilities(name, dlpack=_reads_dlpack(xp), max_rank=max_rank)
 
 
 def _reads_dlpack(xp: Any) -> bool:

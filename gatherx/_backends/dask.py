@@ -317,6 +317,7 @@ class DaskBackend(Backend):
     """Lazy graphs; NumPy indices are checked when the graph is built, Dask ones in it."""
 
     name = "dask"
+    max_rank = _rules.NUMPY_MAX_RANK  # its chunks are NumPy arrays
 
     def from_host(self, host: np.ndarray, like: Any) -> Any:
         return host

@@ -387,24 +387,21 @@ def _eager_host(
 
 
 def _held(host: np.ndarray, fn: str, role: str) -> np.ndarray:
-    """NumPy ``host`` data or grad, refused where JAX would not hold it as it is: a dtype
-    outside the rules, strings, or integers beyond the 32-bit type JAX narrows them to
-    without jax_enable_x64 (which it would wrap). Floats round as JAX rounds them."""
-    name = _rules.dtype_name(host.dtype)
-    if role == "grad":
-        _rules.check_grad_dtype(name, "numpy")
-    else:
-        _rules.check_data_dtype(name, _rules.BFLOAT16_SINCE, "numpy")  # the opset: the flow's
-    if name == "string":
-        raise _errors.library_lacks_dtype(fn, role, "jax", name, "JAX arrays hold no strings")
+    """NumPy ``host`` data or grad of an ONNX dtype, refused where JAX would not hold it as
+    it is: strings, or integers beyond the 32-bit type JAX narrows them to without
+    jax_enable_x64 (which it would wrap). Floats round as JAX rounds them."""
+    if host.dtype.kind in "USOT":
+        why, advice = "JAX arrays hold no strings", "pass NumPy indices to gather it with NumPy"
+        raise _errors.library_lacks_dtype(fn, role, "jax", "string", why, advice)
     held = jax.dtypes.canonicalize_dtype(host.dtype)
     if held != host.dtype and host.dtype.kind in "iu" and host.size:
         low, high = np.iinfo(held).min, np.iinfo(held).max
-        bad = (host < low) | (host > high)
-        if bad.any():
+        if host.min() < low or host.max() > high:
+            bad = (host < low) | (host > high)
             flat = int(np.argmax(bad.reshape(-1)))
             position = tuple(int(p) for p in np.unravel_index(flat, host.shape))
             value = int(host.reshape(-1)[flat])
+            name = _rules.dtype_name(host.dtype)
             raise _errors.beyond_held_dtype(fn, role, name, held.name, value, position)
     return host
 
@@ -482,9 +479,11 @@ class JaxBackend(Backend):
 
     def check_array(self, x: Any, fn: str, role: str) -> Any:
         if isinstance(x, (np.ndarray, np.generic)):  # JAX's convention: NumPy arrays are inputs
-            host = plain_ndarray(x, fn, role) if isinstance(x, np.ndarray) else np.asarray(x)
-            return jnp.asarray(_held(host, fn, role))
+            return plain_ndarray(x, fn, role) if isinstance(x, np.ndarray) else np.asarray(x)
         return x
+
+    def adopt(self, x: Any, fn: str, role: str) -> Any:
+        return jnp.asarray(_held(x, fn, role)) if isinstance(x, np.ndarray) else x
 
     def from_host(self, host: np.ndarray, like: Any) -> Any:
         # JAX transfers asynchronously, to the default device; the jitted kernel places the

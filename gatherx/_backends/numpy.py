@@ -65,19 +65,11 @@ def _plain_host(indices: Any, fn: str) -> np.ndarray | None:
     return None
 
 
-#: NumPy 2's limit on an array's dimensions (NPY_MAXDIMS); a take past it can crash NumPy.
-_MAX_RANK = 64
-
-
-def _rank_fits(data: np.ndarray, index: np.ndarray) -> bool:
-    """The flow's rank rule for a fast path: the result has at most :data:`_MAX_RANK` dims."""
-    return data.ndim + index.ndim <= _MAX_RANK + 1
+_MAX_RANK = _rules.NUMPY_MAX_RANK
 
 
 def _overlaps_itself(out: np.ndarray) -> bool:
-    return not out.flags.c_contiguous and _rules.self_overlapping(
-        out.shape, out.strides, out.itemsize
-    )
+    return _rules.overlaps_itself(out.flags.c_contiguous, out.shape, out.strides, out.itemsize)
 
 
 class NumpyBackend(Backend):
@@ -99,7 +91,7 @@ class NumpyBackend(Backend):
             and data.size
         ):
             host = _plain_host(indices, "gather")
-            if host is not None and _rank_fits(data, host):
+            if host is not None and _rules.rank_fits(data.ndim - 1 + host.ndim, _MAX_RANK):
                 try:
                     return take_by_plan(None, data, host, axis % data.ndim)
                 except IndexError:
@@ -118,7 +110,7 @@ class NumpyBackend(Backend):
             and _rules.plain_call(axis, _rules.GRAD_OPSET, len(shape))
             and (grad.dtype in _FAST_GRAD_DTYPES or _bfloat16(grad.dtype))
             and not sparse
-            and len(shape) <= _MAX_RANK
+            and _rules.rank_fits(len(shape), _MAX_RANK)
         ):
             host = _plain_host(indices, "gather_grad")
             ax = axis % len(shape)

@@ -106,7 +106,7 @@ def _refusal(data: torch.Tensor, out: torch.Tensor) -> str | None:
 
 
 def _overlaps_itself(out: torch.Tensor) -> bool:
-    return not out.is_contiguous() and _rules.self_overlapping(out.shape, out.stride(), 1)
+    return _rules.overlaps_itself(out.is_contiguous(), out.shape, out.stride(), 1)
 
 
 class TorchOut(OutWriter):
