@@ -168,6 +168,20 @@ def test_numpy_result_rank_beyond_numpys_limit():
         gatherx.gather_grad((1,) * 65, 0, np.zeros((1,) * 64))
 
 
+@pytest.mark.parametrize("lib", ["array_api_strict", "dask"])
+def test_libraries_on_numpy_arrays_have_numpys_rank_limit(lib):
+    ones = (1,) * 33
+    host = np.zeros(ones, np.float32)
+    if lib == "dask":
+        data = need("dask.array").from_array(host, chunks=1)
+    else:
+        data = from_numpy(Backend.ARRAY_API_STRICT, host)
+    with pytest.raises(ValueError, match=f"rank 65, more than the 64 dimensions a {lib} array"):
+        gatherx.gather(data, np.zeros(ones, np.int64))
+    index = np.zeros((1,) * 32, np.int64)  # rank 64: gathered
+    assert np.asarray(gatherx.gather(data, index)).shape == (1,) * 64
+
+
 def test_structured_dtype_names_do_not_depend_on_earlier_calls():
     plain = np.zeros(3, dtype=[("a", "f8")])
     for data, name in ((plain.view(np.recarray), "record64"), (plain, "void64")):
