@@ -38,10 +38,11 @@ def gather(
         shape, dtype and device, sharing no memory with ``data`` or ``indices``; it is
         returned. Reusing one buffer across calls saves allocating (and, on the CPU,
         page-faulting) a fresh result each time: see the performance page. Nothing is
-        written when any check fails. Refused for JAX, Dask and other array-API arrays
-        (immutable or lazy), for tensors that require grad (outside ``torch.no_grad``) and
-        under ``torch.compile``, ``torch.export``, ``torch.jit.trace`` and ``torch.func``
-        transforms, as PyTorch refuses its own ``out=`` there.
+        written when any check fails. Refused for JAX and Dask arrays (immutable or lazy)
+        and other array-API arrays (gatherx writes only NumPy arrays and tensors), for
+        tensors that require grad (outside ``torch.no_grad``) and under ``torch.compile``,
+        ``torch.export``, ``torch.jit.trace`` and ``torch.func`` transforms, as PyTorch
+        refuses its own ``out=`` there.
     sparse_grad : bool, optional
         PyTorch only: the gradient that reaches ``data`` is a ``torch.sparse_coo`` tensor of
         only the gathered slices (as ``nn.Embedding(sparse=True)`` gives it), whose cost
@@ -52,7 +53,8 @@ def gather(
     -------
     array
         ``data.shape[:axis] + indices.shape + data.shape[axis+1:]``, with the data's dtype,
-        framework and device (``out`` itself if given). Differentiable in PyTorch and JAX.
+        framework and device (``out`` itself if given; NumPy data at JAX indices gives a JAX
+        array, as ``jnp.take`` does). Differentiable in PyTorch and JAX.
 
     Raises
     ------
@@ -65,14 +67,20 @@ def gather(
         reads are filled, never wrapped).
     TypeError
         Indices are not int32/int64, the data dtype is not an ONNX type (bfloat16 needs
-        opset 13), or data and indices come from different frameworks; ``out`` has another
+        opset 13), or data and indices come from different frameworks (NumPy strings at JAX
+        indices: JAX holds none); ``out`` has another
         dtype or framework than the result, or ``out=`` is refused (see ``out``);
         ``sparse_grad=True`` outside PyTorch, for a dtype torch's sparse tensors cannot hold
         (uint16/32/64), under ``torch.export`` or ``torch.func.vmap``.
     ValueError
-        ``axis`` is out of range, ``data`` has rank 0, ``opset`` < 1, or torch indices are on
-        another device than the data; ``out`` has another shape or device than the result,
-        is read-only or shares memory with ``data`` or ``indices``.
+        ``axis`` is out of range, ``data`` has rank 0, ``opset`` < 1, the result would have
+        more dimensions than a NumPy array (64) on a NumPy-based library, or torch indices are
+        on another device than the data; ``out`` has another shape or device than the result,
+        is read-only, shares memory with ``data`` or ``indices``, or its elements share memory
+        (a broadcast view).
+    OverflowError
+        NumPy int64/uint64 data at JAX indices, with ``jax_enable_x64`` off, holds a value
+        beyond the 32-bit type JAX would hold it in (and wrap); the message names it.
 
     Examples
     --------
@@ -150,9 +158,11 @@ def gather_grad(
 
     Raises
     ------
-    IndexError, TypeError, ValueError
-        As :func:`gather`; ``ValueError`` also when ``grad`` has the wrong shape; ``TypeError``
-        for ``sparse=True`` where ``sparse_grad=True`` is refused.
+    IndexError, TypeError, ValueError, OverflowError
+        As :func:`gather`, for ``grad`` in place of ``data``; ``ValueError`` also when ``grad``
+        has the wrong shape, or ``shape`` a negative dimension or more than 2**63 - 1
+        elements; ``TypeError`` when ``shape`` is no sequence of ints, and for
+        ``sparse=True`` where ``sparse_grad=True`` is refused.
 
     Examples
     --------

@@ -218,8 +218,8 @@ def device_mismatch(fn: str, index_device: object, data_device: object) -> Value
 
 def result_rank(fn: str, rank: int, limit: int, framework: str) -> ValueError:
     return ValueError(
-        f"{fn}: the result would have rank {rank}, more than the {limit} dimensions a "
-        f"{framework} array can have"
+        f"{fn}: the result would have rank {rank}, more than the {limit} dimensions "
+        f"{_a(framework)} array can have"
     )
 
 

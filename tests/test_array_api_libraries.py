@@ -626,3 +626,21 @@ def test_gatherx_check_passes_on_the_namespace(module):
     summary = done.stdout.strip().splitlines()[-1]  # "passed: N passed, 0 failed, M skipped"
     passed, failed = (int(summary.split()[k]) for k in (1, 3))
     assert (passed > 0, failed) == (True, 0), done.stdout[-3000:]
+
+
+@pytest.mark.parametrize(("label", "limit"), [("cubed", 64), ("sparse-coo", 63)])
+def test_results_past_the_librarys_rank_are_refused(label, limit):
+    """cubed and pydata sparse compute with NumPy arrays: a result of more dimensions than
+    they can hold is refused when the call is made (cubed's own error would come at compute
+    time), one at the limit is gathered."""
+    library = BY_LABEL[label]
+    need(library.module)
+    data = library.hold(np.arange(2.0).reshape((2,) + (1,) * 19))
+    name = library.module
+    at_limit = np.ones((1,) * (limit - 19), np.int64)
+    with pytest.raises(ValueError, match=f"rank {limit + 1}, more than the {limit} dimensions"
+                       f" an? {name} array can have"):  # fmt: skip
+        gatherx.gather(data, np.ones((1,) * (limit - 18), np.int64))
+    got = library.read(gatherx.gather(data, at_limit))
+    assert got.shape == (1,) * limit
+    assert got.item() == 1.0

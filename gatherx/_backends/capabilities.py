@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from .._rules import NUMPY_MAX_RANK
+
 #: How a library evaluates: at once, as a chunked graph computed later, or as a graph of
 #: operators whose values a runtime computes (symbolic dimensions allowed).
 EAGER, CHUNKED, GRAPH = "eager", "chunked", "graph"
@@ -66,6 +68,7 @@ _KNOWN = {
         evaluation=CHUNKED,
         dlpack=False,
         lacks={"bfloat16": "Zarr, where cubed stores every array, has no bfloat16"},
+        max_rank=NUMPY_MAX_RANK,
     ),
     "ndonnx": Capabilities(
         "ndonnx",
@@ -75,7 +78,10 @@ _KNOWN = {
         exact_wide_sums=False,
         strings_last_axis=True,
     ),
-    "sparse": Capabilities("sparse", dlpack=False, native_indices=False, sparse=True),
+    # (sparse ravels a result's coordinates with NumPy, which takes one dimension fewer)
+    "sparse": Capabilities(
+        "sparse", dlpack=False, native_indices=False, sparse=True, max_rank=NUMPY_MAX_RANK - 1
+    ),
 }
 
 
@@ -92,8 +98,6 @@ def capabilities(xp: Any) -> Capabilities:
     known = _KNOWN.get(name)
     if known is not None:
         return known
-    from .._rules import NUMPY_MAX_RANK
-
     max_rank = NUMPY_MAX_RANK if name in _ON_NUMPY else None
     return Capabilities(name, dlpack=_reads_dlpack(xp), max_rank=max_rank)
 
