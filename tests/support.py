@@ -146,6 +146,18 @@ def from_numpy(backend: Backend, arr: np.ndarray) -> Any:
     return xps.asarray(arr)
 
 
+def numpy_max_rank() -> int:
+    """The most dimensions this NumPy's arrays have, asked of NumPy itself."""
+    rank = 1
+    while rank < 256:
+        try:
+            np.empty((1,) * (rank + 1))
+        except ValueError:
+            return rank
+        rank += 1
+    raise AssertionError("no dimension limit found")
+
+
 def jax_x64() -> bool:
     import jax
 
