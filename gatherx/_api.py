@@ -68,8 +68,9 @@ def gather(
     TypeError
         Indices are not int32/int64, the data dtype is not an ONNX type (bfloat16 needs
         opset 13), or data and indices come from different frameworks (NumPy strings at JAX
-        indices: JAX holds none); ``out`` has another
-        dtype or framework than the result, or ``out=`` is refused (see ``out``);
+        indices: JAX holds none; NumPy int64/uint64 data there, with ``jax_enable_x64`` off,
+        holding a value beyond the 32-bit type JAX would hold it in and wrap); ``out`` has
+        another dtype or framework than the result, or ``out=`` is refused (see ``out``);
         ``sparse_grad=True`` outside PyTorch, for a dtype torch's sparse tensors cannot hold
         (uint16/32/64), under ``torch.export`` or ``torch.func.vmap``.
     ValueError
@@ -78,9 +79,6 @@ def gather(
         on another device than the data; ``out`` has another shape or device than the result,
         is read-only, shares memory with ``data`` or ``indices``, or its elements share memory
         (a broadcast view).
-    OverflowError
-        NumPy int64/uint64 data at JAX indices, with ``jax_enable_x64`` off, holds a value
-        beyond the 32-bit type JAX would hold it in (and wrap); the message names it.
 
     Examples
     --------
@@ -158,7 +156,7 @@ def gather_grad(
 
     Raises
     ------
-    IndexError, TypeError, ValueError, OverflowError
+    IndexError, TypeError, ValueError
         As :func:`gather`, for ``grad`` in place of ``data``; ``ValueError`` also when ``grad``
         has the wrong shape, or ``shape`` a negative dimension or more than 2**63 - 1
         elements; ``TypeError`` when ``shape`` is no sequence of ints, and for

@@ -336,9 +336,10 @@ def sparse_mode(fn: str, flag: str, why: str) -> TypeError:
 
 def beyond_held_dtype(
     fn: str, role: str, name: str, held: str, value: int, position: tuple[int, ...]
-) -> OverflowError:
-    """NumPy integers that JAX, without 64-bit types, would hold in a narrower dtype."""
-    return OverflowError(
+) -> TypeError:
+    """NumPy integers that JAX, without 64-bit types, would hold in a narrower dtype: the
+    data's dtype is one JAX lacks there (a TypeError, as for any dtype a library lacks)."""
+    return TypeError(
         f"{fn}: numpy {role} of dtype {name} holds {value} at position {position}, beyond "
         f"{held}, the dtype JAX holds it in while jax_enable_x64 is off; turn jax_enable_x64 "
         f"on, or pass {role} within {held}"

@@ -384,9 +384,9 @@ def test_numpy_integers_that_jax_would_wrap_are_refused(dtype) -> None:
             assert to_numpy(got).astype(dtype).tolist() == want.tolist()
     if not X64:
         text = rf"numpy data of dtype {dtype} holds {2**40 + 1} at position \(1, 1\), beyond "
-        with pytest.raises(OverflowError, match=text + dtype[:-2] + "32"):
+        with pytest.raises(TypeError, match=text + dtype[:-2] + "32"):
             gatherx.gather(wide, idx)
-        with pytest.raises(OverflowError, match=r"numpy grad of dtype .* at position \(1, 1\)"):
+        with pytest.raises(TypeError, match=r"numpy grad of dtype .* at position \(1, 1\)"):
             gatherx.gather_grad((2, 2), idx, wide)
 
 
