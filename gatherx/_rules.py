@@ -354,12 +354,10 @@ def check_out(
 Span = tuple[object, int, int]
 
 
-def overlaps_itself(
-    contiguous: bool, shape: Sequence[int], strides: Sequence[int], itemsize: int
-) -> bool:
+def overlaps_itself(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> bool:
     """Whether an array's elements share memory (a broadcast view, overlapping strides);
     ``strides`` in the unit of ``itemsize``."""
-    if contiguous or 0 in shape:
+    if 0 in shape:
         return False
     # No overlap where no stride is shorter than what the dimensions of shorter ones span;
     # other layouts (interleaved views) are decided from their elements' offsets.

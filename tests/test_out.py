@@ -826,6 +826,36 @@ def test_out_whose_elements_share_memory_is_refused(lib):
         np.testing.assert_array_equal(to_numpy(out), host[[0, -1, 2]])
 
 
+@pytest.mark.parametrize(
+    ("shape", "strides"),
+    [((3, 2), (0, 1)), ((3, 2), (1, 1)), ((3, 2), (2, 3)), ((3, 2), (-2, 3)), ((2, 3), (3, 1)),
+     ((4, 3, 2), (1, 4, 12)), ((4, 3, 2), (1, 4, 11)), ((4, 3, 2), (1, 4, 3)), ((0, 3), (0, 0)),
+     ((1, 5), (0, 1)), ((5, 1), (1, 0)), ((3, 3), (2, 1)), ((2, 2, 2), (5, 2, 1))],
+)  # fmt: skip
+def test_overlap_rule_against_every_elements_offset(shape, strides):
+    """The rule's answer equals the brute force's: two elements at one offset (a unit of
+    one element: PyTorch's strides) or, with elements of 4 units, closer than 4 apart."""
+    from gatherx._rules import overlaps_itself
+
+    offsets = sorted(
+        sum(i * s for i, s in zip(at, strides, strict=True))
+        for at in itertools.product(*(range(n) for n in shape))
+    )
+    for itemsize in (1, 4):
+        expected = any(b - a < itemsize for a, b in itertools.pairwise(offsets))
+        assert overlaps_itself(shape, strides, itemsize) == expected
+
+
+def test_array_api_compat_wrappers_are_named_by_the_library():
+    """A namespace array-api-compat wraps (array_api_compat.cupy) is named by its library."""
+    import types
+
+    from gatherx._backends.capabilities import capabilities
+
+    wrapped = types.SimpleNamespace(__name__="array_api_compat.somelib")  # no arrays: no DLPack
+    assert (capabilities(wrapped).name, capabilities(wrapped).dlpack) == ("somelib", False)
+
+
 def test_numpy_dtype_names_in_messages():
     """A string dtype's length is part of it: U3 is not U7."""
     data = np.array(["abcdefg", "b"], dtype=numpy_dtype("string"))

@@ -71,7 +71,7 @@ _MAX_RANK = _rules.NUMPY_MAX_RANK
 def _overlaps_itself(out: np.ndarray) -> bool:
     # (the contiguous test first: the common out= needs no shape or strides read)
     contiguous = out.flags.c_contiguous
-    return not contiguous and _rules.overlaps_itself(False, out.shape, out.strides, out.itemsize)
+    return not contiguous and _rules.overlaps_itself(out.shape, out.strides, out.itemsize)
 
 
 class NumpyBackend(Backend):

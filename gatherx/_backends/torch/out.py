@@ -107,7 +107,7 @@ def _refusal(data: torch.Tensor, out: torch.Tensor) -> str | None:
 
 def _overlaps_itself(out: torch.Tensor) -> bool:
     # (the contiguous test first: the common out= needs no shape or strides read)
-    return not out.is_contiguous() and _rules.overlaps_itself(False, out.shape, out.stride(), 1)
+    return not out.is_contiguous() and _rules.overlaps_itself(out.shape, out.stride(), 1)
 
 
 class TorchOut(OutWriter):
