@@ -204,13 +204,17 @@ def out_of_range(low: int, high: int, size: int, opset: int) -> bool:
 
 def first_bad(indices: np.ndarray, size: int, opset: int) -> tuple[int, tuple[int, ...]] | None:
     """(value, position) of the first out-of-range element of host ``indices``, in C order."""
-    lo, hi = index_range(size, opset)
-    bad = (indices < lo) | (indices > hi)
+    return first_outside(indices, *index_range(size, opset))
+
+
+def first_outside(values: np.ndarray, low: int, high: int) -> tuple[int, tuple[int, ...]] | None:
+    """(value, position) of the first element of host ``values`` outside [low, high]."""
+    bad = (values < low) | (values > high)
     if not bad.any():
         return None
     flat = int(np.argmax(bad.reshape(-1)))
-    position = tuple(int(p) for p in np.unravel_index(flat, indices.shape))
-    return int(indices.reshape(-1)[flat]), position
+    position = tuple(int(p) for p in np.unravel_index(flat, values.shape))
+    return int(values.reshape(-1)[flat]), position
 
 
 #: Host indices of at most this many elements are read as Python ints: NumPy's reductions
