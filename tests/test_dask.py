@@ -488,3 +488,47 @@ def test_gather_grad_out_of_bounds_text_matches_numpy_data(case, chunks):
     with pytest.raises(IndexError) as computed:
         out.compute()
     assert str(computed.value) == expected
+
+
+def test_unknown_chunk_sizes():
+    masked = da.from_array(DATA, chunks=3)[da.from_array(np.arange(7) > 1, chunks=3)]  # nan rows
+    expected = np.take(DATA[2:], [0, -1], axis=1)
+    np.testing.assert_array_equal(gatherx.gather(masked, [0, -1], axis=1).compute(), expected)
+    with pytest.raises(ValueError, match=r"^gather: data has unknown chunk sizes; call \.compute"):
+        gatherx.gather(masked, [0, -1])
+    ids = da.from_array(np.array([0, 3, 5]), chunks=2)
+    with pytest.raises(ValueError, match=r"^gather: indices has unknown chunk sizes"):
+        gatherx.gather(da.from_array(DATA), ids[ids > 0])
+    # gather_grad's result has the shape given, so the grad's chunks are compared with it
+    # everywhere: unknown sizes are refused off the axis as well as along it
+    with pytest.raises(ValueError, match=r"^gather_grad: grad has unknown chunk sizes; call"):
+        gatherx.gather_grad((5, 10, 6), [0, 5, -1], masked, axis=2)
+    with pytest.raises(ValueError, match=r"^gather_grad: grad has unknown chunk sizes; call"):
+        gatherx.gather_grad((7, 10, 3), np.arange(5), masked)
+
+
+def test_chunks_other_than_numpy_arrays_are_refused_at_the_call(monkeypatch):
+    monkeypatch.setattr(da.Array, "__getitem__", _forbidden)
+    masked = np.ma.masked_array(DATA, mask=DATA > 1)
+    data = da.from_array(masked, chunks=3)
+    fix = r"gatherx computes Dask arrays of NumPy chunks\); convert the chunks first"
+    with pytest.raises(TypeError, match=r"^gather: data of type .*chunks are numpy\.MaskedArray"):
+        gatherx.gather(data, [6, 0])
+    with pytest.raises(TypeError, match=f"^gather_grad: grad of type .*{fix}"):
+        gatherx.gather_grad((9, 10, 3), [8, 0], da.from_array(masked[:2], chunks=3))
+    ids = da.from_array(np.ma.masked_array([1, 0], mask=[0, 1]), chunks=1)
+    with pytest.raises(TypeError, match=f"^gather: indices of type .*{fix}"):
+        gatherx.gather(da.from_array(DATA), ids)
+
+
+def test_gather_and_gather_grad_in_one_graph_name_their_own_call():
+    data = da.from_array(np.arange(12.0).reshape(6, 2), chunks=3)
+    ids = da.from_array(np.array([0, 6]), chunks=1)
+    outs = {"gather_grad": gatherx.gather_grad((6, 2), ids, da.ones((2, 2), chunks=1)),
+            "gather": gatherx.gather(data, ids)}  # fmt: skip
+    # one graph holding both (as dask.compute(a, b) makes), either merged first
+    graphs = [dict(out.__dask_graph__()) for out in outs.values()]
+    for merged in ({**graphs[0], **graphs[1]}, {**graphs[1], **graphs[0]}):
+        for fn, out in outs.items():
+            with pytest.raises(IndexError, match=f"^{fn}: indices element out of data bounds"):
+                dask.get(merged, out.__dask_keys__())

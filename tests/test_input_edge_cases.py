@@ -333,3 +333,33 @@ def test_half_precision_gradients_are_summed_in_float32(backend, xp, name):
     np.add.at(want, np.zeros(2000, np.int64), host.astype(np.float64))
     out = gatherx.gather_grad((4, 3), np.zeros(2000, np.int64), grad)
     assert_same(out, want.astype(dtype), like=grad)
+
+
+def test_array_api_strict_devices():
+    xp = need("array_api_strict")
+    host = np.arange(6, dtype=np.float32)
+
+    def values(x):
+        return np.asarray(x.to_device(xp.Device("CPU_DEVICE")))
+
+    # a device without 64-bit types: host indices (int64 lists and arrays) are moved as int32
+    no_x64 = xp.Device("no_x64")
+    data = xp.asarray(host, device=no_x64)
+    for indices in ([1, -1], np.array([1, -1]), np.array([[5], [0]], np.int32), -2):
+        got = gatherx.gather(data, indices)
+        assert got.device == no_x64
+        np.testing.assert_array_equal(values(got), np.take(host, indices))
+    grad = xp.ones(3, dtype=xp.float32, device=no_x64)
+    expected = np.zeros(6, np.float32)
+    np.add.at(expected, [1, -1, 1], 1.0)
+    for indices in ([1, -1, 1], xp.asarray([1, -1, 1], dtype=xp.int32, device=no_x64)):
+        got = gatherx.gather_grad((6,), indices, grad)
+        np.testing.assert_array_equal(values(got), expected)
+    # indices on another device than the data: gatherx's error, before any work
+    one = xp.Device("device1")
+    data = xp.asarray(host, device=one)
+    np.testing.assert_array_equal(values(gatherx.gather(data, [2, 0])), host[[2, 0]])
+    with pytest.raises(ValueError, match=r"^gather: indices are on device .*CPU_DEVICE.* but data"):
+        gatherx.gather(data, xp.asarray([1, 2]))
+    with pytest.raises(ValueError, match=r"^gather_grad: indices are on device .* but grad is on"):
+        gatherx.gather_grad((6,), xp.asarray([1, 2]), xp.ones(2, device=one))

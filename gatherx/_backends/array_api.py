@@ -54,6 +54,10 @@ class ArrayApiBackend(Backend):
         values = caps.read(indices, self.can)
         return indices if values is None else values
 
+    def check_index(self, index: Any, like: Any, fn: str) -> None:
+        if self.can.evaluation == caps.EAGER and device_of(index) != device_of(like):
+            raise _errors.device_mismatch(fn, device_of(index), device_of(like))
+
     def bounded(
         self,
         index: Any,
@@ -84,7 +88,11 @@ class ArrayApiBackend(Backend):
         host = host if host.flags.c_contiguous else np.ascontiguousarray(host)
         if self.can.evaluation == caps.GRAPH:
             return self.xp.asarray(host)
-        return self.xp.asarray(host, device=device_of(like))
+        device = device_of(like)
+        if host.dtype == np.int64 and not caps.holds_int64(self.xp, device):
+            # checked values, each below an axis's length, which such a device counts in int32
+            host = host.astype(np.int32)
+        return self.xp.asarray(host, device=device)
 
     def size(self, index: Any) -> int:
         if caps.symbolic(tuple(index.shape)):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import numpy as np
@@ -147,6 +148,16 @@ def host_copy(x: Any) -> np.ndarray:
     if _DLPACK_KEYWORDS:
         return np.from_dlpack(x, device="cpu", copy=True)
     return np.array(np.from_dlpack(x))  # a view of x's memory before NumPy 2.1: copied
+
+
+@functools.lru_cache(maxsize=64)
+def holds_int64(xp: Any, device: Any) -> bool:
+    """Whether ``xp`` holds int64 arrays on ``device`` (array-api-strict's ``no_x64`` device
+    does not); a namespace without the standard's inspection functions is taken to."""
+    info = getattr(xp, "__array_namespace_info__", None)
+    if info is None:
+        return True
+    return "int64" in info().dtypes(device=device, kind="signed integer")
 
 
 def symbolic(shape: tuple[Any, ...]) -> bool:

@@ -31,6 +31,18 @@ def _require_known(chunks: Chunks, what: str, fn: str) -> None:
         raise _errors.unknown_chunks(fn, what)
 
 
+def _require_numpy_chunks(x: da.Array, fn: str, role: str) -> None:
+    """Refuse a Dask array whose blocks are not NumPy arrays (sparse, CuPy): the tasks fill
+    and add into NumPy blocks."""
+    kind = type(x._meta)
+    if kind is not np.ndarray:
+        chunk = f"{kind.__module__.split('.')[0]}.{kind.__qualname__}"
+        raise _errors.unsupported_array(
+            fn, role, x, f"its chunks are {chunk}; gatherx computes Dask arrays of NumPy chunks",
+            "convert the chunks first, e.g. x.map_blocks(lambda b: b.todense())",
+        )  # fmt: skip
+
+
 # Tasks: what the scheduler runs on blocks.
 
 
@@ -138,7 +150,7 @@ class _Index:
             indices = indices.rechunk(chunks)
         index = cls(chunks)
         index.dependencies.append(indices)
-        token = tokenize(indices, size, axis, opset)
+        token = tokenize(indices, size, axis, opset, fn)  # fn: the error's text
         check, verdict, index.name = (f"gather-{s}-{token}" for s in ("check", "verdict", "index"))
         starts = [offsets(c) for c in chunks]
         found = []
@@ -278,7 +290,6 @@ def _gather_grad(
     """Lazy scatter-add of ``grad`` into zeros of ``shape``."""
     q = index.ndim if isinstance(index, np.ndarray) else index.indices.ndim
     pre, post = grad.chunks[:axis], grad.chunks[axis + q :]
-    _require_known(grad.chunks[axis : axis + q], "grad", "gather_grad")
     blocks = _index(index, grad.chunks[axis : axis + q])
     out_chunks = _grad_chunks(pre, post, shape, axis, grad.dtype)
     bounds = offsets(out_chunks[axis])
@@ -318,6 +329,15 @@ class DaskBackend(Backend):
 
     name = "dask"
     max_rank = _rules.NUMPY_MAX_RANK  # its chunks are NumPy arrays
+
+    def check_array(self, x: Any, fn: str, role: str) -> Any:
+        _require_numpy_chunks(x, fn, role)
+        if role == "grad":  # the result has the shape given: every chunk is compared with it
+            _require_known(x.chunks, role, fn)
+        return x
+
+    def check_index(self, index: Any, like: Any, fn: str) -> None:
+        _require_numpy_chunks(index, fn, "indices")
 
     def from_host(self, host: np.ndarray, like: Any) -> Any:
         return host
