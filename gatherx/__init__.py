@@ -9,7 +9,7 @@ from ._api import gather, gather_grad
 from ._policy import exact_bounds
 
 __all__ = ["__version__", "exact_bounds", "gather", "gather_grad"]
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 
 #: Public submodules, imported on first attribute access (PEP 562) as NumPy and JAX do, so
 #: that ``import gatherx`` never imports torch, onnx or matplotlib.
