@@ -830,3 +830,19 @@ def test_traced_axis_or_opset_names_static_argnames(name):
     with pytest.raises(TypeError, match=r'static_argnames=\("axis", "opset"\)') as info:
         jax.jit(gatherx.gather)(data, ids, **{name: 1 if name == "axis" else 13})
     assert str(info.value).startswith(f"gather: {name} must be a Python int, got a traced value")
+
+
+@pytest.mark.parametrize("count", [2, 0], ids=["two", "empty"])
+def test_weak_type_kept_as_jnp_take_keeps_it(count):
+    weak = jnp.broadcast_to(1.5, (4,))  # a weakly typed float32, as Python scalars make
+    host = np.arange(count, dtype=np.int32)
+    for indices in (jnp.asarray(host), host, host.tolist()):
+        expected = jnp.take(weak, jnp.asarray(host))
+        for fn in (gatherx.gather, jax.jit(gatherx.gather)):
+            if fn is not gatherx.gather and isinstance(indices, list):
+                continue  # (a list is no jit argument)
+            got = fn(weak, indices)
+            assert got.weak_type == expected.weak_type
+            assert (got + jnp.float16(1)).dtype == (expected + jnp.float16(1)).dtype
+    # gather_grad's result is a new array of the grad's dtype, strongly typed at any count
+    assert not gatherx.gather_grad((4,), host, jnp.broadcast_to(1.5, (count,))).weak_type

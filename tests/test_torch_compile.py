@@ -223,3 +223,67 @@ def test_export_static_and_dynamic():
     # The dynamic program takes other sizes.
     y, j = torch.randn(4, 7), torch.tensor([[6, -7, 1]])
     torch.testing.assert_close(module(y, j), y[:, j] * 2 + y[[0, -1]].sum(), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize("compiler", ["eager", "aot_eager"])
+def test_dynamic_index_counts_share_one_graph(compiler, dtype):
+    """The plans that read sizes (how many indices, how long the rows) are eager-only: a
+    compiled graph compares no size of its own, so every index count runs in one graph,
+    forward and backward, where a comparison would have guarded it."""
+    fn = torch.compile(
+        lambda t, i: gatherx.gather(t, i, axis=1), backend=compiler, fullgraph=True, dynamic=True
+    )
+    gen = torch.Generator().manual_seed(7)
+    table = torch.randn(3, 5000, 2, generator=gen).to(dtype).requires_grad_()
+    fn(table, torch.randint(0, 5000, (10,), generator=gen)).float().sum().backward()
+    torch.compiler.set_stance("fail_on_recompile")
+    try:
+        for n in (200, 3000):
+            i = torch.randint(-5000, 5000, (n,), generator=gen)
+            table.grad = None
+            got = fn(table, i)
+            got.float().sum().backward()
+            torch.testing.assert_close(got, table[:, i], rtol=0, atol=0)
+            expected = torch.zeros(3, 5000, 2, dtype=torch.float64)
+            expected.index_add_(1, i % 5000, torch.ones(3, n, 2, dtype=torch.float64))
+            torch.testing.assert_close(table.grad.double(), expected, rtol=0, atol=0)
+    finally:
+        torch.compiler.set_stance("default")
+
+
+def test_export_with_a_dynamic_index_count():
+    class Lookup(torch.nn.Module):
+        def forward(self, table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+            return gatherx.gather(table, ids)
+
+    table = torch.randn(5000, 3)
+    shapes = (None, {0: torch.export.Dim("n")})
+    program = torch.export.export(Lookup(), (table, torch.tensor([0, 1, 2])), dynamic_shapes=shapes)
+    for n in (2, 3000):
+        ids = torch.randint(-5000, 5000, (n,))
+        torch.testing.assert_close(program.module()(table, ids), table[ids], rtol=0, atol=0)
+    with pytest.raises(RuntimeError, match="out of data bounds"):
+        program.module()(table, torch.tensor([0, 5000]))
+
+
+@pytest.mark.parametrize("fullgraph", [False, True], ids=["graph-breaks", "fullgraph"])
+@pytest.mark.parametrize("compiler", ["eager", "aot_eager"])
+def test_compile_per_sample_gradients_over_batched_indices(compiler, fullgraph):
+    """vmap(grad(...)) over the indices, compiled: the index reaches the bounds check batched
+    under grad's wrapper, which only the check with a batching rule can take."""
+    gen = torch.Generator().manual_seed(3)
+    table = torch.randn(5, 4, dtype=torch.float64, generator=gen)
+    ids = torch.randint(-5, 5, (3, 2), generator=gen)
+
+    def per_sample(gather):
+        loss = lambda t, i: gather(t, i).pow(2).sum()  # noqa: E731
+        return torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0))
+
+    native = per_sample(lambda t, i: torch.index_select(t, 0, torch.where(i < 0, i + 5, i)))
+    fn = torch.compile(per_sample(gatherx.gather), backend=compiler, fullgraph=fullgraph)
+    torch.testing.assert_close(fn(table, ids), native(table, ids), rtol=0, atol=0)
+    bad = ids.clone()
+    bad[1, 1] = 5
+    with pytest.raises(RuntimeError, match="out of data bounds"):
+        fn(table, bad)

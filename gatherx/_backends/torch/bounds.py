@@ -12,7 +12,7 @@ from ... import _errors, _policy, _rules
 from . import subclasses
 from .domain import cpu_extremes
 from .kernels import wrap_unchecked
-from .modes import compiling, onnx_exporting, tracing
+from .modes import compiling, functorch_active, onnx_exporting, tracing
 
 
 @torch.library.custom_op("gatherx::assert_in_bounds", mutates_args=())
@@ -151,7 +151,7 @@ def traced_check(index: torch.Tensor, size: int, axis: int, opset: int, fn: str)
     lo, hi = _rules.index_range(size, opset)
     # The size may be symbolic here, and formatting it would specialise the graph to it.
     msg = _errors.traced_out_of_bounds(fn, axis, opset)
-    if torch._C._functorch.is_batchedtensor(index):
+    if functorch_active():  # vmap may batch the index, under other transforms' wrappers too
         index = _assert_in_bounds(index, lo, hi, msg)
     else:
         torch._assert_async(torch.all((index >= lo) & (index <= hi)), msg)

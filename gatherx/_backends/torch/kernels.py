@@ -23,7 +23,7 @@ from ..._strategy import (
     torch_one_each_plan,
 )
 from .domain import INDEX_MAX, PLAIN_TYPES
-from .modes import functorch_active, plain_eager, tracing
+from .modes import compiling, functorch_active, plain_eager, tracing
 from .subclasses import is_dtensor, on_every_rank, replicated_everywhere
 
 # uint16/32/64 are "shell" dtypes with few kernels; gather is pure data movement, so it runs
@@ -108,6 +108,10 @@ def take(
     return bits_as(out, data.dtype)
 
 
+#: The plan that reads nothing of the data: index_select on it as given.
+_AS_IS = ("as_is", False)
+
+
 def plan_of(
     source: torch.Tensor,
     axis: int,
@@ -126,6 +130,8 @@ def plan_of(
     ``index_select`` or advanced indexing (``torch.gather`` keeps its columns), or by the
     plan on a contiguous copy.
     """
+    if compiling():  # sizes may be symbolic: comparing one would guard the graph on it
+        return _AS_IS
     contiguous = source.is_contiguous()
     # The TorchScript ONNX exporter replaces this body by one Gather node, but it still
     # traces it: the plain call keeps that trace simple.
@@ -152,7 +158,6 @@ def plan_of(
 #: when it holds ``EAGER_PLANS_KEPT``.
 _EAGER_PLANS: dict[tuple[object, ...], tuple[str, bool]] = {}
 EAGER_PLANS_KEPT = 4096
-_AS_IS = ("as_is", False)
 
 
 def eager_plan(
@@ -424,7 +429,8 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
     if torch_backward_plan(_INDEX_NAMES[flat.dtype], kind) == "index_add_int64":
         flat = flat.long()  # see _strategy: the CPU kernel's fast path needs int64
     dims = list(grad.shape)
-    row = torch_grad_rows(dims, axis, k, kind)
+    # (compiled: sizes may be symbolic, and comparing one would guard the graph on it)
+    row = 0 if compiling() else torch_grad_rows(dims, axis, k, kind)
     if row:  # on (pre, n x row) views, the axis last, at the index over each row's elements
         table = [*dims[:axis], size, *dims[axis + k :]]
         lines = grad.reshape(math.prod(dims[:axis]), -1)
@@ -446,7 +452,9 @@ def _scatter_flat(
     shape = list(source.shape)
     shape[axis] = size
     plan = ""
-    if dtype in HALF:  # half precision would round every partial sum: add in float32
+    if dtype in HALF and compiling():  # (no size compared: the float32 table)
+        plan = "float32"
+    elif dtype in HALF:  # half precision would round every partial sum: add in float32
         # (eager code only for the distinct sums and the read of few values: the sums' size
         # and the plan depend on the values; no read on an accelerator, which would sync)
         eager = plain_eager()
