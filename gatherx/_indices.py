@@ -26,6 +26,32 @@ def is_host(indices: object) -> bool:
     )
 
 
+_INT64_BOUNDS = (-(2**63), 2**63 - 1)
+
+
+def plain_ints(indices: Any) -> bool:
+    """Whether ``indices`` are a Python int or a rectangular nest of lists and tuples of them,
+    each within int64 (no bool, no NumPy value): what a tracer can hold as a constant tensor
+    without NumPy, which it cannot trace."""
+    if type(indices) is int:
+        return _INT64_BOUNDS[0] <= indices <= _INT64_BOUNDS[1]
+    if type(indices) not in (list, tuple):
+        return False
+    return _rectangular_ints(indices) is not None
+
+
+def _rectangular_ints(nest: list[Any] | tuple[Any, ...]) -> tuple[int, ...] | None:
+    """The shape of a nest of lists and tuples of plain ints within int64, or None."""
+    if all(type(v) is int for v in nest):
+        low, high = _INT64_BOUNDS
+        return (len(nest),) if all(low <= v <= high for v in nest) else None
+    shapes = {_rectangular_ints(v) if type(v) in (list, tuple) else None for v in nest}
+    inner = shapes.pop()
+    if shapes or inner is None:  # ragged, or a value that is not a plain int
+        return None
+    return (len(nest), *inner)
+
+
 def host_indices(indices: Any, fn: str) -> np.ndarray:
     """``indices`` (see :func:`is_host`) as a native-byte-order int32/int64 NumPy array.
 

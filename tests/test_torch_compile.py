@@ -287,3 +287,34 @@ def test_compile_per_sample_gradients_over_batched_indices(compiler, fullgraph):
     bad[1, 1] = 5
     with pytest.raises(RuntimeError, match="out of data bounds"):
         fn(table, bad)
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("compiler", ["eager", "aot_eager"])
+def test_python_int_indices_compile_in_one_graph(compiler, dynamic):
+    import numpy as np
+
+    x = torch.arange(15.0).reshape(5, 3)
+    cases = [(0, 1), (-1, 0), ([0, -1, 2], 1), ([[4, 0], [-5, 1]], 0), ((1, 2), 0), ([[], []], 1)]
+    for indices, axis in cases:
+        fn = torch.compile(
+            lambda a, i=indices, k=axis: gatherx.gather(a, i, axis=k),
+            backend=compiler, fullgraph=True, dynamic=dynamic,
+        )  # fmt: skip
+        want = np.take(x.numpy(), np.asarray(indices, dtype=np.int64), axis=axis)
+        np.testing.assert_array_equal(fn(x).numpy(), want)
+    bad = torch.compile(lambda a: gatherx.gather(a, [0, 5]), backend=compiler, fullgraph=True)
+    with pytest.raises(RuntimeError, match="out of data bounds"):
+        bad(x)
+    grad = torch.compile(
+        lambda g: gatherx.gather_grad((5, 3), [1, -1, 1], g), backend=compiler, fullgraph=True
+    )
+    expected = np.zeros((5, 3))
+    np.add.at(expected, [1, -1, 1], 1.0)
+    np.testing.assert_array_equal(grad(torch.ones(3, 3, dtype=torch.float64)).numpy(), expected)
+    data = x.clone().requires_grad_()
+    loss = torch.compile(
+        lambda a: gatherx.gather(a, [[1, -1]], axis=1).sum(), backend=compiler, fullgraph=True
+    )
+    loss(data).backward()
+    np.testing.assert_array_equal(data.grad.numpy(), np.tile([0.0, 1.0, 1.0], (5, 1)))

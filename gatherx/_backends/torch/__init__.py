@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from ... import _errors, _policy, _rules
+from ..._indices import plain_ints
 from ..._strategy import torch_grad_given
 from ..base import Backend
 from . import autograd, bounds, kernels, subclasses
@@ -120,6 +121,13 @@ class TorchBackend(Backend):
     def check_array(self, x: Any, fn: str, role: str) -> Any:
         _refuse_layouts(x, fn, role)
         return x
+
+    def index(self, indices: Any, like: Any, fn: str) -> Any:
+        if compiling() and plain_ints(indices) and not subclasses.is_dtensor(like):
+            # Python ints are constants of the graph (NumPy, which reads other host indices,
+            # cannot be traced): a tensor the graph's bounds check reads like any other
+            indices = torch.tensor(indices, dtype=torch.int64, device=like.device)
+        return super().index(indices, like, fn)
 
     def check_index(self, index: Any, like: Any, fn: str) -> None:
         _refuse_layouts(index, fn, "indices")
