@@ -8,7 +8,6 @@ import dataclasses
 import functools
 import gc
 import importlib
-import importlib.util
 import logging
 import os
 import sys
@@ -27,6 +26,7 @@ from ._conformance import (
     grad_for,
     to_numpy,
 )
+from ._options import require
 
 #: Built-in ``--impl`` adapters: name -> the function in this module.
 ADAPTERS = {"onnxruntime": "onnxruntime_gather", "onnx.reference": "onnx_reference_gather"}
@@ -264,8 +264,8 @@ def namespace(name: str) -> Any:
         raise ValueError(msg)
     try:
         xp = importlib.import_module(name)
-    except ImportError as exc:
-        msg = f"--namespace {name}: cannot import it ({exc})"
+    except Exception as exc:  # whatever the module raises as it is imported
+        msg = f"--namespace {name}: cannot import it ({_one_line(exc)})"
         raise ValueError(msg) from None
     if not callable(getattr(xp, "asarray", None)):
         msg = f"--namespace {name}: {name} is not an array namespace (it has no asarray)"
@@ -424,9 +424,7 @@ def resolve_impl(spec: str) -> tuple[Callable[..., Any], str, dict[str, str]]:
     """(function, import spelling for reproducers, dtypes to skip with reasons) for ``--impl``."""
     if spec in ADAPTERS:
         for needs in dict.fromkeys(("onnx", spec.partition(".")[0])):  # onnx builds the model
-            if importlib.util.find_spec(needs) is None:
-                msg = f"--impl {spec} needs the {needs} package: pip install {needs}"
-                raise ValueError(msg)
+            require(needs, f"--impl {spec}")
         where = f"gatherx._check import {ADAPTERS[spec]}"
         adapter: Callable[..., Any] = globals()[ADAPTERS[spec]]
         return adapter, where, ADAPTER_SKIPS[spec]
@@ -441,8 +439,8 @@ def resolve_impl(spec: str) -> tuple[Callable[..., Any], str, dict[str, str]]:
         sys.path.insert(0, here)  # as `python -m` does: a module next to the user resolves
     try:
         target: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        msg = f"--impl {spec}: cannot import {module_name} ({exc})"
+    except Exception as exc:  # whatever the module raises as it is imported
+        msg = f"--impl {spec}: cannot import {module_name} ({_one_line(exc)})"
         raise ValueError(msg) from None
     finally:
         if added:

@@ -4,8 +4,7 @@ a namespace or any Gather), ``explain``, ``bench``."""
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
+import os
 import re
 import sys
 import time
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
+from . import __version__, _options
 from ._rules import index_range, normalize_axis, output_shape
 
 if TYPE_CHECKING:
@@ -52,12 +52,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def installed_backends() -> list[str]:
-    found = []
-    for name, module in BACKENDS.items():
-        top = module.partition(".")[0]
-        if importlib.util.find_spec(top) is not None:
-            found.append(name)
-    return found
+    return _options.backends(None, BACKENDS)[0]
 
 
 def converter(backend: str) -> Callable[[np.ndarray], Any]:
@@ -84,12 +79,14 @@ def converter(backend: str) -> Callable[[np.ndarray], Any]:
     raise ValueError(msg)
 
 
-def run_check(backends: Sequence[str], out: Any = sys.stdout) -> int:
+def run_check(backends: Sequence[str], out: Any = None) -> int:
     """Run every reference case on each backend; print a table; 0 only if all pass."""
+    out = sys.stdout if out is None else out  # the stdout of the call, redirected or not
     from . import gather
     from ._cases import onnx_cases, spec_examples
     from ._conformance import to_numpy
 
+    _options.require("onnx", "check", "'gatherx[check]'")  # the official ONNX cases
     cases = [*onnx_cases(), *spec_examples()]
     rows, failures = [], []
     for backend in backends:
@@ -115,7 +112,8 @@ def run_check(backends: Sequence[str], out: Any = sys.stdout) -> int:
     header = ("backend", "cases passed", "time")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
     for row in [header, tuple("-" * w for w in widths), *rows]:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)), file=out)
+        cells = (cell.ljust(w) for cell, w in zip(row, widths, strict=True))
+        print("  ".join(cells).rstrip(), file=out)
     for line in failures:
         print(f"FAIL {line}", file=out)
     return 0 if not failures else 1
@@ -145,26 +143,23 @@ def print_report(report: Report, out: Any = None) -> int:
 
 def run_conformance(args: argparse.Namespace, out: Any = None) -> int:
     """``check --namespace`` or ``check --impl``: the suite, its table and ``--json``."""
-    import contextlib
     import json
 
     from ._check import run_impl, run_namespace
 
-    with contextlib.ExitStack() as stack:
-        target = None
-        if args.json:
-            try:  # a path that cannot be written fails before the run, not after it
-                target = stack.enter_context(open(args.json, "w", encoding="utf-8"))
-            except OSError as exc:
-                msg = f"--json {args.json}: cannot write it ({exc.strerror})"
-                raise ValueError(msg) from None
-        if args.namespace is not None:
-            report = run_namespace(args.namespace)
-        else:
-            report = run_impl(args.impl)
-        code = print_report(report, out)
-        if target is not None:
-            json.dump(report.as_json(), target, indent=1, default=str)
+    if args.json:
+        # A path that cannot be written fails before the run, not after it; the file itself is
+        # written only once there is a report, so a refused target leaves an old one as it was.
+        _options.writable("--json", args.json)
+    report = run_namespace(args.namespace) if args.namespace is not None else run_impl(args.impl)
+    code = print_report(report, out)
+    if args.json:
+        try:
+            with open(args.json, "w", encoding="utf-8") as target:
+                json.dump(report.as_json(), target, indent=1, default=str)
+        except OSError as exc:
+            msg = f"--json {args.json}: cannot write it ({exc.strerror})"
+            raise ValueError(msg) from None
     return code
 
 
@@ -197,10 +192,11 @@ def explain(data_shape: tuple[int, ...], indices_shape: tuple[int, ...], axis: i
     lhs = ", ".join([*before, *idx, *after])
     rhs = ", ".join([*before, index_expr, *after])
     size = data_shape[ax]
+    output = f"output[{lhs}]" if lhs else "output"  # a 0-d output takes no subscript
     lines = [
         f"data shape {data_shape}, indices shape {indices_shape}, axis {axis}",
         f"output shape: {out}",
-        f"output[{lhs}] = data[{rhs}]",
+        f"{output} = data[{rhs}]",
     ]
     if size == 0:
         # index_range would give the empty range [0, -1], which reads as two valid indices.
@@ -216,6 +212,7 @@ def explain(data_shape: tuple[int, ...], indices_shape: tuple[int, ...], axis: i
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gatherx", description=plain(__doc__ or ""))
+    parser.add_argument("--version", action="version", version=f"gatherx {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     check = sub.add_parser("check", help="run the ONNX Gather cases on every installed backend, "
                            "or the conformance suite on a namespace or a Gather function",
@@ -251,45 +248,45 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _backend_names(parser: argparse.ArgumentParser, text: str | None) -> list[str]:
-    """The backends ``check`` runs: all installed ones without ``--backends``."""
-    if text is None:
-        return installed_backends()
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if not names:
-        # An empty list silently meaning "all" would hide a mistyped shell variable.
-        parser.error(f"--backends is empty: name at least one of: {', '.join(BACKENDS)}")
-    unknown = [n for n in names if n not in BACKENDS]
-    if unknown:
-        parser.error(f"unknown backend(s) {', '.join(unknown)}; known: {', '.join(BACKENDS)}")
-    missing = [n for n in names if n not in installed_backends()]
-    if missing:
-        parser.error(f"backend(s) not installed: {', '.join(missing)}")
-    return names
+#: The exit status of a command whose output pipe was closed early (``gatherx ... | head``),
+#: as a shell reports a program that SIGPIPE ended: 128 + 13.
+BROKEN_PIPE = 141
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.command == "check":
-            if args.namespace is not None or args.impl is not None:
-                return run_conformance(args)
-            if args.json:
-                parser.error("check --json needs --namespace or --impl")
-            return run_check(_backend_names(parser, args.backends))
-        if args.command == "explain":
-            print(explain(args.data_shape, args.indices_shape, args.axis))
-            return 0
-        from .bench import run
-
-        return int(run(args))
-    except ImportError as exc:
+        code = _run(parser, args)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at the interpreter's exit
+    except BrokenPipeError:
+        # The reader has gone (``| head``): the rest of the output goes nowhere, quietly, and
+        # Python's own flush at exit finds nothing to complain about.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return BROKEN_PIPE
+    except ImportError as exc:  # an optional package that no check before the run caught
         hint = ("install matplotlib for --plot" if exc.name == "matplotlib"
                 else "install the checks with pip install 'gatherx[check]'")  # fmt: skip
-        parser.exit(1, _error_line("gatherx", f"{exc}; {hint}"))
+        parser.exit(2, _error_line("gatherx", f"{exc}; {hint}"))
     except (ValueError, TypeError, IndexError) as exc:
         parser.exit(2, _error_line("gatherx", str(exc)))
+    return code
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.command == "check":
+        if args.namespace is not None or args.impl is not None:
+            return run_conformance(args)
+        if args.json:
+            parser.error("check --json needs --namespace or --impl")
+        return run_check(_options.backends(args.backends, BACKENDS)[0])
+    if args.command == "explain":
+        print(explain(args.data_shape, args.indices_shape, args.axis))
+        return 0
+    from .bench import run
+
+    return int(run(args))
 
 
 if __name__ == "__main__":

@@ -366,6 +366,58 @@ def test_bad_target_is_one_clear_line(args, message):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--namespace", "no_such_module"], "--namespace no_such_module: cannot import it"),
+        (["--impl", "nocolon"], "expected package.module:function"),
+    ],
+)
+def test_a_refused_target_leaves_the_json_file_as_it_was(capsys, tmp_path, args, message):
+    path = tmp_path / "previous.json"
+    path.write_text('{"old": 1}\n')
+    with pytest.raises(SystemExit) as exit_:
+        main(["check", *args, "--json", str(path)])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+    assert path.read_text() == '{"old": 1}\n'
+
+
+def test_json_refused_for_a_folder_before_the_run(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_:
+        main(["check", "--namespace", "numpy", "--json", str(tmp_path)])
+    assert exit_.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == f"gatherx: error: --json {tmp_path}: cannot write it (Is a directory)\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "raised"),
+    [
+        ("raise RuntimeError('no device found')\n", "RuntimeError: no device found"),
+        ("def f(:\n", "SyntaxError: "),
+        ("import no_such_module_at_all\n", "ModuleNotFoundError: No module named"),
+    ],
+)
+@pytest.mark.parametrize("option", ["--impl", "--namespace"])
+def test_a_module_that_fails_to_import_is_a_usage_error(
+    capsys, monkeypatch, tmp_path, source, raised, option
+):
+    name = f"fails_on_import_{abs(hash((source, option)))}"
+    (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    target = f"{name}:gather" if option == "--impl" else name
+    with pytest.raises(SystemExit) as exit_:
+        main(["check", option, target])
+    assert exit_.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1, err
+    assert err.startswith(f"gatherx: error: {option} {target}: cannot import ")
+    assert f"({raised}" in err
+
+
 def test_docs_page_shows_the_output_of_today(capsys, monkeypatch, tmp_path):
     """Every example on docs/check.md is what the command prints now (rows may be left out),
     with the page's own mykernel.py as the implementations."""

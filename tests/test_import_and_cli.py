@@ -11,6 +11,7 @@ import pytest
 from support import need
 
 import gatherx
+from gatherx import _options
 from gatherx.bench import CASES, Load, Row
 from gatherx.cli import explain, installed_backends, main
 
@@ -18,6 +19,9 @@ from gatherx.cli import explain, installed_backends, main
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300)
 
+
+#: A bench of a second: what a refused option must stop before.
+TINY_BENCH = ["bench", "--quick", "--cases", "tiny", "--backends", "numpy"]
 
 HEAVY = ("torch", "jax", "jaxlib", "dask", "onnx", "array_api_strict", "matplotlib")
 
@@ -119,14 +123,25 @@ def test_check_passes_on_each_backend(module):
         (["explain", "--data-shape", "", "--indices-shape", "2"], "rank >= 1"),
         (["explain", "--indices-shape", "2"], "required: --data-shape"),
         (["frobnicate"], "invalid choice"),
-        (["check", "--backends", ""], "--backends is empty: name at least one of: numpy"),
-        (["check", "--backends", " , "], "--backends is empty"),
+        (["check", "--backends", ""], "no backend(s) given (an empty list); choose from: numpy"),
+        (["check", "--backends", " , "], "no backend(s) given (an empty list)"),
         (["bench", "--backends", ""], "no backend(s) given (an empty list); choose from: numpy"),
         (["bench", "--cases", ""], "no case(s) given (an empty list); choose from: tiny"),
         (["bench", "--cases", "huge"], "unknown case(s) huge; known: tiny"),
+        ([*TINY_BENCH, "--repeats", "0"], "argument --repeats: expected a whole number >= 1, "
+         "not '0'"),
+        ([*TINY_BENCH, "--repeats", "-1"], "argument --repeats: expected a whole number >= 1"),
+        # Output files the run could not write are refused before it times anything.
+        ([*TINY_BENCH, "--json", "/no/such/dir/x.json"],
+         "--json /no/such/dir/x.json: cannot write it (No such file or directory)"),
+        ([*TINY_BENCH, "--markdown", "/no/such/dir/x.md"],
+         "--markdown /no/such/dir/x.md: cannot write it (No such file or directory)"),
+        ([*TINY_BENCH, "--plot", "/no/such/dir/x.png"],
+         "--plot /no/such/dir/x.png: cannot write it (No such file or directory)"),
     ],
-)
+)  # fmt: skip
 def test_wrong_arguments_give_one_line(args, message):
+    # One line on stderr: no bench progress line either, so nothing was timed.
     result = run("-m", "gatherx", *args)
     assert result.returncode == 2
     assert result.stdout == ""
@@ -136,6 +151,97 @@ def test_wrong_arguments_give_one_line(args, message):
     # One prefix: the command's, never followed by the library's own ("gather: ...").
     assert result.stderr.count("error:") == 1, result.stderr
     assert re.match(r"gatherx( \w+)?: error: (?!gather(_grad)?:|gatherx:|bench:)", result.stderr)
+
+
+def test_version():
+    result = run("-m", "gatherx", "--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"gatherx {gatherx.__version__}\n"
+
+
+def test_check_runs_each_backend_once_and_pads_no_line(capsys):
+    need("onnx")
+    assert main(["check", "--backends", "numpy,numpy"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[3:]] == ["numpy"]
+    assert all(line == line.rstrip() for line in lines), lines
+
+
+def test_a_closed_output_pipe_ends_the_command_quietly():
+    """``gatherx ... | head -1``: the reader is gone before the output is written."""
+    command = [sys.executable, "-m", "gatherx", "explain", "--data-shape", "5,4",
+               "--indices-shape", "2"]  # fmt: skip
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as proc:  # fmt: skip
+        assert proc.stdout is not None
+        proc.stdout.close()
+        _, err = proc.communicate(timeout=300)
+    assert err == ""
+    assert proc.returncode == 141  # as a shell reports a program SIGPIPE ended
+
+
+def test_backends_named_must_be_installed_for_check_and_bench(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # as if PyTorch were not installed
+    for command in (["check"], ["bench", "--quick", "--cases", "tiny"]):
+        with pytest.raises(SystemExit) as exit_:
+            main([*command, "--backends", "numpy,torch"])
+        assert exit_.value.code == 2
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert err == "gatherx: error: backend(s) not installed: torch\n"
+    # Without --backends, those not installed are left out.
+    known = {"numpy": "numpy", "torch": "torch"}
+    assert _options.backends(None, known) == (["numpy"], ["torch"])
+    assert _options.backends("torch,numpy,torch", {**known, "torch": "numpy"}) == (
+        ["torch", "numpy"],
+        [],
+    )
+
+
+@pytest.mark.parametrize(
+    ("missing", "argv", "message"),
+    [
+        ("onnx", ["check", "--backends", "numpy"],
+         "check needs the onnx package: pip install 'gatherx[check]'"),
+        ("onnx", ["check", "--impl", "onnx.reference"],
+         "--impl onnx.reference needs the onnx package: pip install onnx"),
+        ("matplotlib", [*TINY_BENCH, "--plot", "PLOT"],
+         "--plot needs the matplotlib package: pip install matplotlib"),
+    ],
+)  # fmt: skip
+def test_a_missing_optional_package_is_a_usage_error_before_any_work(
+    capsys, monkeypatch, tmp_path, missing, argv, message
+):
+    monkeypatch.setitem(sys.modules, missing, None)  # as if it were not installed
+    png = tmp_path / "bench.png"
+    with pytest.raises(SystemExit) as exit_:
+        main([str(png) if arg == "PLOT" else arg for arg in argv])
+    assert exit_.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == f"gatherx: error: {message}\n"  # no bench progress: nothing was timed
+    assert not png.exists()
+
+
+@pytest.mark.parametrize(
+    ("device", "message"),
+    [
+        ("nosuch", "--torch-device nosuch: not a PyTorch device (Expected one of cpu"),
+        ("meta", "--torch-device meta: cannot hold a tensor there (NotImplementedError: "),
+        ("cuda", "--torch-device cuda: PyTorch finds no cuda device here"),
+    ],
+)
+def test_bench_refuses_a_torch_device_before_timing(device, message):
+    torch = need("torch")
+    if device == "cuda" and torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    for task in (["--cases", "tiny", "--backends", "torch"],
+                 ["--sparse", "--cases", "table", "--sparse-rows", "none"]):  # fmt: skip
+        result = run("-m", "gatherx", "bench", "--quick", *task, "--torch-device", device)
+        assert result.returncode == 2, result.stderr
+        assert result.stdout == ""
+        assert result.stderr.count("\n") == 1, result.stderr
+        assert result.stderr.startswith(f"gatherx: error: {message}"), result.stderr
 
 
 def test_library_error_keeps_only_the_command_prefix():
@@ -169,6 +275,8 @@ def test_explain_matches_spec_table():
          "output[i0, i1, j0] = data[indices[i0, i1], j0]"),
         ((5, 4), (2, 3), 1, "output shape: (5, 2, 3)",
          "output[j0, i0, i1] = data[j0, indices[i0, i1]]"),
+        # A scalar index into 1-D data: a 0-d output, which takes no subscript.
+        ((5,), (), 0, "output shape: ()", "output = data[indices]"),
     ]  # fmt: skip
     for data_shape, indices_shape, axis, shape_line, equation in rows:
         lines = explain(data_shape, indices_shape, axis).splitlines()
@@ -204,7 +312,10 @@ def test_bench_quick_names_its_shapes_and_load(tmp_path, capsys):
                  "--json", str(out)]) == 0  # fmt: skip
     header = capsys.readouterr().out.split("\n\n")[0]
     assert re.search(r"\d+ CPUs, load \d+\.\d at the start, \d+\.\d at most", header)
+    # PyTorch's huge-page setting is news only to a run that times PyTorch.
+    assert "PyTorch" not in header
     payload = json.loads(out.read_text())
+    assert "PyTorch" not in payload["huge_pages"]
     assert payload["cases"] == {"tiny": "(5, 4) / (2, 2) / axis 0"}
     assert payload["load"]["samples"]
     assert payload["load"]["high"] is (payload["load"]["warning"] is not None)

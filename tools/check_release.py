@@ -1,9 +1,10 @@
 """Checks of a release: what the sdist and wheel hold, and the installed wheel at work.
 
-``contents DIST``: both archives hold the license and the changelog, the wheel declares its
-SPDX license and ships no tests. ``installed VENV README``: run by that venv's Python, away
-from the source tree, it imports gatherx from the venv, runs ``gatherx check`` and README's
-examples.
+``contents DIST``: both archives hold the license and the changelog; the sdist nothing but the
+package, those files, README.md, pyproject.toml and setuptools' own metadata (no tests, which
+need the repository around them); the wheel declares its SPDX license and ships no tests.
+``installed VENV README``: run by that venv's Python, away from the source tree, it imports
+gatherx from the venv, runs ``gatherx check`` and README's examples.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ import zipfile
 from pathlib import Path
 
 LICENSE = "Apache-2.0"
+#: What an sdist may hold besides the package: the files a user reads and the build needs, and
+#: those setuptools writes into every sdist.
+SDIST_FILES = {"LICENSE", "CHANGELOG.md", "README.md", "pyproject.toml",
+               "PKG-INFO", "setup.cfg", "MANIFEST.in"}  # fmt: skip
+SDIST_FOLDERS = ("gatherx/", "gatherx.egg-info/")
 
 
 def fail(msg: str) -> None:
@@ -31,6 +37,10 @@ def contents(dist: Path) -> None:
     for want in ("LICENSE", "CHANGELOG.md", "README.md", "pyproject.toml", "gatherx/py.typed"):
         if want not in names:
             fail(f"{sdist.name} lacks {want}")
+    extra = sorted(n for n in names - SDIST_FILES - {"", "gatherx", "gatherx.egg-info"}
+                   if not n.startswith(SDIST_FOLDERS))  # fmt: skip
+    if extra:
+        fail(f"{sdist.name} ships files outside the package: {', '.join(extra[:5])}")
     with zipfile.ZipFile(wheel) as whl:
         names = set(whl.namelist())
         (metadata,) = (n for n in names if n.endswith(".dist-info/METADATA"))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.util
 import json
 import statistics
 import sys
 import time
 from collections.abc import Sequence
 
+from .. import _options
 from .cases import BACKENDS, CASES, Case
 from .formulations import Entry, build_entries, make_inputs, verify
 from .machine import Load, environment, huge_pages, machine_record
@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--repeats",
-        type=int,
+        type=_options.at_least_one,
         default=None,
         help="interleaved rounds per case (default 41, 2 with --quick; with --sweep 5, 2 with "
         "--quick)",
@@ -102,36 +102,60 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "other processes on a shared machine does not inflate")  # fmt: skip
 
 
-def _chosen(text: str | None, known: Sequence[str], what: str) -> list[str]:
-    if text is None:
-        return list(known)
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if not names:
-        msg = f"no {what} given (an empty list); choose from: {', '.join(known)}"
-        raise ValueError(msg)
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        msg = f"unknown {what} {', '.join(unknown)}; known: {', '.join(known)}"
-        raise ValueError(msg)
-    return names
-
-
 def chosen_cases(args: argparse.Namespace, known: Sequence[Case]) -> list[Case]:
     """The ``--cases`` among ``known`` (all of them, unless ``--case-spec`` alone names the
     cases), then the ``--case-spec`` ones."""
     specs = [Case.from_spec(text) for text in args.case_spec or ()]
     cases: list[Case] = []
     if args.cases is not None or not specs:
-        names = _chosen(args.cases, [c.name for c in known], "case(s)")
+        names = _options.names(args.cases, [c.name for c in known], "case(s)")
         cases = [c for c in known if c.name in names]
     return cases + specs
 
 
-def installed(wanted: Sequence[str]) -> tuple[list[str], list[str]]:
-    """The ``wanted`` backends that are installed, and the others."""
-    module = {"onnxruntime": "onnxruntime", "torch": "torch", "jax": "jax", "numpy": "numpy"}
-    backends = [b for b in wanted if importlib.util.find_spec(module[b]) is not None]
-    return backends, sorted(set(wanted) - set(backends))
+def chosen_backends(args: argparse.Namespace, known: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The backends of ``known`` to time and those left out as not installed (on stderr):
+    those ``--backends`` names, which must be installed, or every installed one; PyTorch's
+    ``--torch-device`` is checked when PyTorch is among them."""
+    backends, skipped = _options.backends(args.backends, {name: name for name in known})
+    if skipped:
+        print(f"not installed, skipped: {', '.join(skipped)}", file=sys.stderr, flush=True)
+    if "torch" in backends:
+        check_torch_device(args.torch_device)
+    return backends, skipped
+
+
+def check_torch_device(device: str) -> None:
+    """Refuse a ``--torch-device`` that PyTorch cannot parse, finds no device of, or cannot put
+    a tensor on and read it back from."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        msg = f"--torch-device {device}: not a PyTorch device ({' '.join(str(exc).split())})"
+        raise ValueError(msg) from None
+    module = getattr(torch, dev.type, None)
+    if dev.type != "cpu" and not getattr(module, "is_available", lambda: True)():
+        msg = f"--torch-device {device}: PyTorch finds no {dev.type} device here"
+        raise ValueError(msg)
+    try:
+        torch.zeros(1, device=dev).cpu()
+    except Exception as exc:  # whatever the device's runtime raises
+        text = " ".join(str(exc).split())
+        msg = f"--torch-device {device}: cannot hold a tensor there ({type(exc).__name__}: {text})"
+        raise ValueError(msg) from None
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before any timing, an output file the run could not write at its end, and
+    ``--plot`` without matplotlib."""
+    for option, path in (("--json", args.json), ("--markdown", args.markdown),
+                         ("--plot", args.plot)):  # fmt: skip
+        if path:
+            _options.writable(option, path)
+    if args.plot:
+        _options.require("matplotlib", "--plot")
 
 
 def time_case(
@@ -205,6 +229,7 @@ def data_text(cases: Sequence[Case]) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark and print its tables (with ``--sweep``, its percentiles; with
     ``--sparse``, the sparse gradients' times); 0."""
+    check_outputs(args)
     if args.sparse:
         from .sparse import run_sparse
 
@@ -223,11 +248,9 @@ def run(args: argparse.Namespace) -> int:
         msg = "--seed draws the cases of --sweep; without --sweep the cases are fixed"
         raise ValueError(msg)
     cases = chosen_cases(args, CASES)
-    backends, skipped = installed(_chosen(args.backends, BACKENDS, "backend(s)"))
+    backends, skipped = chosen_backends(args, BACKENDS)
     repeats = args.repeats or (2 if args.quick else 41)
     min_sample = 2e-4 if args.quick else 5e-3
-    if skipped:
-        print(f"not installed, skipped: {', '.join(skipped)}", file=sys.stderr, flush=True)
 
     results: dict[str, dict[str, float]] = {}
     rows: list[Row] = []
@@ -248,9 +271,10 @@ def run(args: argparse.Namespace) -> int:
 
     # Huge pages first: they decide how fast a fresh large output is, and PyTorch's are
     # off unless the user turned them on.
+    torch = "torch" in backends
     header = (
-        f"gatherx bench: {huge_pages()}; {data_text(cases)}, int64 indices, {repeats} interleaved "
-        "rounds (times: medians; ratios: medians of the per-round ratios), "
+        f"gatherx bench: {huge_pages(torch)}; {data_text(cases)}, int64 indices, {repeats} "
+        "interleaved rounds (times: medians; ratios: medians of the per-round ratios), "
         f"{args.clock} clock ({elapsed:.0f} s); {environment(load)}"
     )
     header = report_header(header, skipped, load)
@@ -263,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nplot saved to {args.plot}")
     if args.json:
         payload = {
-            **machine_record(load),
+            **machine_record(load, torch),
             "repeats": repeats,
             "clock": args.clock,
             "cases": {c.name: c.describe() for c in cases},

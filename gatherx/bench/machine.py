@@ -82,33 +82,36 @@ def torch_huge_pages() -> bool:
     return os.environ.get(THP_VARIABLE, "").strip() == "1"
 
 
-def huge_pages() -> str:
-    """One sentence on huge pages for large outputs: PyTorch's setting, NumPy's, the system's."""
-    if torch_huge_pages():
-        text = f"PyTorch huge pages on ({THP_VARIABLE}=1)"
-    else:
-        text = (
+def huge_pages(torch: bool = True) -> str:
+    """One sentence on huge pages for large outputs: PyTorch's setting (if ``torch``, a run that
+    times PyTorch), NumPy's, the system's."""
+    parts = []
+    if torch and torch_huge_pages():
+        parts.append(f"PyTorch huge pages on ({THP_VARIABLE}=1)")
+    elif torch:
+        parts.append(
             f"PyTorch huge pages off ({THP_VARIABLE} is not 1; start Python with "
             f"{THP_VARIABLE}=1 to turn them on)"
         )
     get = getattr(getattr(np, "_core", np.core), "multiarray", None)
     numpy_on = getattr(get, "_get_madvise_hugepage", None)
     if numpy_on is not None:
-        text += f", NumPy huge pages {'on' if numpy_on() else 'off'}"
+        parts.append(f"NumPy huge pages {'on' if numpy_on() else 'off'}")
     try:
         with open("/sys/kernel/mm/transparent_hugepage/enabled", encoding="ascii") as f:
             mode = f.read().split("[")[1].split("]")[0]
-        text += f", system transparent huge pages: {mode}"
+        parts.append(f"system transparent huge pages: {mode}")
     except (OSError, IndexError):
         pass
-    return text
+    return ", ".join(parts) or "huge pages unknown"
 
 
-def machine_record(load: Load) -> dict[str, object]:
-    """What a bench's JSON records of the machine and its load during the run."""
+def machine_record(load: Load, torch: bool = True) -> dict[str, object]:
+    """What a bench's JSON records of the machine and its load during the run (PyTorch's huge
+    pages if ``torch``, a run that times PyTorch)."""
     return {
         "environment": environment(load),
-        "huge_pages": huge_pages(),
+        "huge_pages": huge_pages(torch),
         "load": {
             "cpus": load.cpus,
             "samples": [round(s, 2) for s in load.samples],

@@ -33,7 +33,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from .cases import CASES, Case
-from .harness import chosen_cases, emit, report_header
+from .harness import check_torch_device, chosen_cases, emit, report_header
 from .machine import Load, environment, huge_pages, machine_record
 from .report import fmt_time
 from .timing import rounds
@@ -381,6 +381,7 @@ def sparse_plan(args: argparse.Namespace) -> tuple[list[Case], list[int]]:
     if importlib.util.find_spec("torch") is None:
         msg = "--sparse times PyTorch, which is not installed"
         raise ValueError(msg)
+    check_torch_device(args.torch_device)
     return cases, rows
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from .cases import FLOOR_OF, FLOOR_TASK, Case, itemsize, numpy_dtype
 from .formulations import Entry
-from .harness import _chosen, emit, installed, report_header, time_case
+from .harness import chosen_backends, emit, report_header, time_case
 from .machine import Load, environment, huge_pages, machine_record
 from .report import fmt_time, name_of, summarize
 
@@ -306,9 +306,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         print(f"ml_dtypes is not installed: {len(cases) - len(left)} bfloat16 cases left out",
               file=sys.stderr, flush=True)  # fmt: skip
         cases = left
-    backends, skipped = installed(_chosen(args.backends, SWEEP_BACKENDS, "backend(s)"))
-    if skipped:
-        print(f"not installed, skipped: {', '.join(skipped)}", file=sys.stderr, flush=True)
+    backends, skipped = chosen_backends(args, SWEEP_BACKENDS)
     repeats = args.repeats or (2 if args.quick else 5)
     min_sample = 2e-4 if args.quick else 1.5e-3
     pause = 0.005 if args.quick else 0.02
@@ -333,8 +331,9 @@ def run_sweep(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - start
     records = [r.record() for r in results]
     stats = statistics_of(records)
+    torch = "torch" in backends
     header = (
-        f"gatherx bench --sweep {args.sweep} --seed {seed}: {huge_pages()}; {len(cases)} "
+        f"gatherx bench --sweep {args.sweep} --seed {seed}: {huge_pages(torch)}; {len(cases)} "
         f"random cases ({dtypes} data, contiguous and strided, int64 "
         f"indices), {repeats} interleaved rounds of {min_sample * 1e3:g} ms samples "
         "(ratios: gatherx / the fastest native of its backend and task, medians of the "
@@ -358,7 +357,7 @@ def run_sweep(args: argparse.Namespace) -> int:
             "min_sample": min_sample,
             "clock": args.clock,
             "seconds": elapsed,
-            **machine_record(load),
+            **machine_record(load, torch),
             "summary": [vars(s) for s in stats],
             "results": records,
         }
