@@ -509,6 +509,12 @@ TORCH_GATHER_ROWS_MAX_SPAN = 1 << 20
 #: Columns of dim 1 behind at least this many outer rows, not float32, that ``gather`` does
 #: not take: ``columns``.
 TORCH_COLUMNS_MIN_ROWS = 64
+#: Dim 1 behind at least ``TORCH_SLICES_MIN_ROWS`` outer rows, in rows of at least
+#: ``TORCH_SLICES_MIN_ROW_BYTES`` into at least ``TORCH_SLICES_MIN_BYTES`` of output:
+#: ``slices``.
+TORCH_SLICES_MIN_ROWS = 1024
+TORCH_SLICES_MIN_ROW_BYTES = 512
+TORCH_SLICES_MIN_BYTES = 1 << 21
 #: The fewest indices and output elements of ``broadcast``.
 TORCH_BROADCAST_MIN_INDICES = 4
 TORCH_BROADCAST_MIN_ELEMENTS = 1 << 14
@@ -616,6 +622,13 @@ def torch_layout_plan(
       None), holds a negative value; where it holds none, ``index_select`` on the data as
       given (the plan for ``negative`` False there; the caller reads the extremes first).
 
+    - ``slices``: ``index_select`` on dim 2 of the data seen with a leading dimension of one,
+      for dim 1 behind ``TORCH_SLICES_MIN_ROWS`` outer rows or more, in rows of
+      ``TORCH_SLICES_MIN_ROW_BYTES`` or more, into ``TORCH_SLICES_MIN_BYTES`` of output or more:
+      ATen's loop for later dims copies each index's strided slice, split over torch's
+      threads, where its dim-1 loop copies one block a (outer row, index) pair on one thread
+      (kernels alone 0.52-0.91x there on 2 threads, every dtype; on fewer outer rows or
+      shorter rows up to 1.5x, docs/performance_details.md).
     - ``broadcast``: the one slice of an axis of length 1 (which every valid index reads)
       expanded over the index, a view, copied into a new tensor (rows of 2, 4 or 8 bytes
       that :func:`row_elements` allows as one integer element each): one copy in place of a
@@ -687,6 +700,13 @@ def torch_layout_plan(
             return "gather"
     if axis == 1 and column and pre >= TORCH_COLUMNS_MIN_ROWS and not float32:
         return "columns"
+    if (
+        axis == 1
+        and pre >= TORCH_SLICES_MIN_ROWS
+        and row * itemsize >= TORCH_SLICES_MIN_ROW_BYTES
+        and pre * n_index * row * itemsize >= TORCH_SLICES_MIN_BYTES
+    ):
+        return "slices"
     return "blocks" if many and blocks else "as_is"
 
 

@@ -268,6 +268,8 @@ TORCH_FORWARD = [
     ((6, 9), [8, 0, 4, -9], 1, 2),
     ((80, 9, 1), [[8, 0], [4, -9]], 1, 2),
     ((80, 9, 1), [8, 0, 4, 3], 1, 1),  # float64: the (pre, 1, size, 1) columns view
+    # dim 1 of long rows behind many outer rows into 2 MiB or more: dim 2 of (1, *shape)
+    ((1024, 5, 128), np.arange(40) * 3 % 10 - 5, 1, 2),
     ((16, 300, 64), np.arange(1100) * 7 % 600 - 300, 1, 2),
     ((2, 2, 300, 16, 16), np.arange(2200) * 11 % 600 - 300, -3, 2),
     ((17, 1, 300, 2), -5, 2, 2),
@@ -397,6 +399,7 @@ def test_torch_forward_is_one_kernel_call_on_the_data_or_its_view(
             "blocks": ("index_select", (pre, size, post), 1),
             "gather": ("gather", (pre, size * post), 1),  # the rows, behind their outer rows
             "columns": ("index_select", (pre, 1, size, 1), 2),
+            "slices": ("index_select", (1, *shape), ax + 1),
             # each row one integer element: 1-D data, or (outer rows, size)
             "elements": ("index_select", (size,), 0),
             "gather_elements": ("gather", (pre, size), 1),
@@ -702,6 +705,13 @@ def test_torch_take_plan_branches(shape, n, index_ndim, negative, int64, contigu
      ("cpu", (64, 2**17, 2), 1, 256, False, "gather_elements"),
      ("cpu", (64, 2**17 + 1, 2), 1, 256, False, "as_is"),
      ("cuda", (17, 99, 2), 1, 964, False, "as_is"),
+     # dim 1 behind 1024 outer rows or more, rows of 512 bytes or more (float32 here: 128
+     # elements), into 2 MiB of output or more: dim 2 of the data with a leading one
+     ("cpu", (1024, 9, 128), 1, 4, True, "slices"), ("cpu", (1024, 9, 128), 1, 3, True, "as_is"),
+     ("cpu", (1023, 9, 128), 1, 9, True, "as_is"), ("cpu", (1024, 9, 127), 1, 9, True, "as_is"),
+     ("cpu", (1024, 9, 2, 64), 1, 9, False, "slices"),
+     ("cpu", (2, 1024, 9, 128), 2, 9, True, "as_is"),
+     ("cuda", (1024, 9, 128), 1, 9, True, "as_is"),
      # (indices, index rank) of two or more dimensions: advanced indexing up to 8192 outputs
      ("cpu", (9, 5), 0, (4, 2), False, "indexing"), ("cpu", (9, 5), 0, (4, 1), False, "as_is"),
      ("cpu", (9, 5), 1, (8, 3), False, "indexing"),

@@ -365,6 +365,9 @@ def select(
     for ``gather``); written into ``out`` of that shape if given."""
     if plan == "as_is":
         return torch.index_select(source, axis, flat, out=out)
+    if plan == "slices":  # dim 1 as dim 2, a slice copy per index: ATen's loop for later dims
+        into = None if out is None else out.unsqueeze(0)
+        return torch.index_select(source.unsqueeze(0), axis + 1, flat, out=into).squeeze(0)
     if plan == "broadcast":  # (reads no index value: any of the index's length will do)
         return broadcast(source, axis, flat.shape[0], out)
     if plan in ELEMENT_PLANS:  # each row one integer element; the result flat, in its dtype
