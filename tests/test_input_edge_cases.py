@@ -340,7 +340,7 @@ def test_array_api_strict_devices():
     host = np.arange(6, dtype=np.float32)
 
     def values(x):
-        return np.asarray(x.to_device(xp.Device("CPU_DEVICE")))
+        return np.asarray(xp.asarray(x, device=xp.Device("CPU_DEVICE")))
 
     # a device without 64-bit types: host indices (int64 lists and arrays) are moved as int32
     no_x64 = xp.Device("no_x64")

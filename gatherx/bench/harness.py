@@ -116,12 +116,14 @@ def chosen_cases(args: argparse.Namespace, known: Sequence[Case]) -> list[Case]:
 def chosen_backends(args: argparse.Namespace, known: Sequence[str]) -> tuple[list[str], list[str]]:
     """The backends of ``known`` to time and those left out as not installed (on stderr):
     those ``--backends`` names, which must be installed, or every installed one; PyTorch's
-    ``--torch-device`` is checked when PyTorch is among them."""
+    ``--torch-device`` is checked when PyTorch is among them, then the output files (the
+    last checks before timing)."""
     backends, skipped = _options.backends(args.backends, {name: name for name in known})
     if skipped:
         print(f"not installed, skipped: {', '.join(skipped)}", file=sys.stderr, flush=True)
     if "torch" in backends:
         check_torch_device(args.torch_device)
+    check_outputs(args)
     return backends, skipped
 
 
@@ -229,7 +231,6 @@ def data_text(cases: Sequence[Case]) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark and print its tables (with ``--sweep``, its percentiles; with
     ``--sparse``, the sparse gradients' times); 0."""
-    check_outputs(args)
     if args.sparse:
         from .sparse import run_sparse
 

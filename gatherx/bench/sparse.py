@@ -33,7 +33,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from .cases import CASES, Case
-from .harness import check_torch_device, chosen_cases, emit, report_header
+from .harness import check_outputs, check_torch_device, chosen_cases, emit, report_header
 from .machine import Load, environment, huge_pages, machine_record
 from .report import fmt_time
 from .timing import rounds
@@ -431,6 +431,7 @@ def run_sparse(args: argparse.Namespace) -> int:
     """Time the sparse gradients on the cases and over the table sizes; print the tables,
     save the plot and the JSON if asked; 0."""
     cases, sizes = sparse_plan(args)
+    check_outputs(args)
     repeats = args.repeats or (2 if args.quick else 21)
     min_sample = 2e-4 if args.quick else 5e-3
     pause = 0.01 if args.quick else 0.05
