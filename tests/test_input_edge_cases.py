@@ -363,3 +363,20 @@ def test_array_api_strict_devices():
         gatherx.gather(data, xp.asarray([1, 2]))
     with pytest.raises(ValueError, match=r"^gather_grad: indices are on device .* but grad is on"):
         gatherx.gather_grad((6,), xp.asarray([1, 2]), xp.ones(2, device=one))
+
+
+@pytest.mark.parametrize(
+    ("indices", "plain"),
+    [(0, True), (-(2**63), True), (2**63 - 1, True), (2**63, False), (True, False),
+     ([], True), ([[], []], True), ([[1, 2], [3, 4]], True), ((1, (2,)), False),
+     ([[1, 2], [3]], False), ([1, [2]], False), ([1.0], False), ([2**64], False),
+     ([[True]], False), ([np.int64(1)], False), (np.array([1]), False), ("1", False)],
+)  # fmt: skip
+def test_plain_ints_are_what_a_tracer_holds_as_a_constant_tensor(indices, plain):
+    """Python ints, or rectangular nests of lists and tuples of them within int64: what
+    torch.compile turns into a constant tensor (anything else takes the NumPy path)."""
+    from gatherx._indices import plain_ints
+
+    assert plain_ints(indices) is plain
+    if plain:  # read as NumPy reads them, as int64
+        assert np.asarray(indices, dtype=np.int64).shape == np.shape(indices)
