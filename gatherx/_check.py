@@ -257,16 +257,29 @@ def _opset_arg(c: ConformanceCase) -> str:
 # -- namespaces through gatherx -----------------------------------------------------------------
 
 
+def user_module(option: str, name: str) -> Any:
+    """The module ``name`` that ``option`` names, imported as ``python -m`` would (a module in
+    the working directory resolves); ValueError with the reason where it cannot be."""
+    here = os.getcwd()
+    added = here not in sys.path
+    if added:
+        sys.path.insert(0, here)
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:  # whatever the module raises as it is imported
+        msg = f"{option}: cannot import {name} ({_one_line(exc)})"
+        raise ValueError(msg) from None
+    finally:
+        if added:
+            sys.path.remove(here)
+
+
 def namespace(name: str) -> Any:
     """The module ``name`` as an array namespace; ValueError when it is none."""
     if not name.strip():
         msg = "--namespace is empty: name a module such as numpy or array_api_strict"
         raise ValueError(msg)
-    try:
-        xp = importlib.import_module(name)
-    except Exception as exc:  # whatever the module raises as it is imported
-        msg = f"--namespace {name}: cannot import it ({_one_line(exc)})"
-        raise ValueError(msg) from None
+    xp = user_module(f"--namespace {name}", name)
     if not callable(getattr(xp, "asarray", None)):
         msg = f"--namespace {name}: {name} is not an array namespace (it has no asarray)"
         raise ValueError(msg)
@@ -433,18 +446,7 @@ def resolve_impl(spec: str) -> tuple[Callable[..., Any], str, dict[str, str]]:
         msg = (f"--impl {spec}: expected package.module:function (a function taking data, "
                f"indices, axis) or one of {', '.join(ADAPTERS)}")  # fmt: skip
         raise ValueError(msg)
-    here = os.getcwd()
-    added = here not in sys.path
-    if added:
-        sys.path.insert(0, here)  # as `python -m` does: a module next to the user resolves
-    try:
-        target: Any = importlib.import_module(module_name)
-    except Exception as exc:  # whatever the module raises as it is imported
-        msg = f"--impl {spec}: cannot import {module_name} ({_one_line(exc)})"
-        raise ValueError(msg) from None
-    finally:
-        if added:
-            sys.path.remove(here)
+    target: Any = user_module(f"--impl {spec}", module_name)
     for part in attr.split("."):
         if not hasattr(target, part):
             msg = f"--impl {spec}: {module_name} has no attribute {attr!r}"

@@ -282,6 +282,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             parser.error("check --json needs --namespace or --impl")
         return run_check(_options.backends(args.backends, BACKENDS)[0])
     if args.command == "explain":
+        if not args.data_shape:
+            parser.error("--data-shape '' is a scalar's shape: Gather's data has rank >= 1")
         print(explain(args.data_shape, args.indices_shape, args.axis))
         return 0
     from .bench import run

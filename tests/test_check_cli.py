@@ -345,7 +345,7 @@ def test_command_exit_codes():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--namespace", "no_such_module"], "--namespace no_such_module: cannot import it"),
+        (["--namespace", "no_such_module"], "--namespace no_such_module: cannot import no_such"),
         (["--namespace", "json"], "json is not an array namespace (it has no asarray)"),
         (["--namespace", ""], "--namespace is empty"),
         (["--impl", "nocolon"], "expected package.module:function"),
@@ -369,7 +369,7 @@ def test_bad_target_is_one_clear_line(args, message):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--namespace", "no_such_module"], "--namespace no_such_module: cannot import it"),
+        (["--namespace", "no_such_module"], "--namespace no_such_module: cannot import no_such"),
         (["--impl", "nocolon"], "expected package.module:function"),
     ],
 )
@@ -416,6 +416,20 @@ def test_a_module_that_fails_to_import_is_a_usage_error(
     assert err.count("\n") == 1, err
     assert err.startswith(f"gatherx: error: {option} {target}: cannot import ")
     assert f"({raised}" in err
+
+
+@pytest.mark.parametrize("option", ["--impl", "--namespace"])
+def test_modules_in_the_working_directory_are_found(capsys, monkeypatch, tmp_path, option):
+    """As ``python -m`` finds them: a namespace as an implementation."""
+    name = f"local_numpy_{option.strip('-')}"
+    (tmp_path / f"{name}.py").write_text(
+        "import numpy as np\nfrom numpy import *  # noqa: F403\n\n"
+        "def take(data, indices, axis):\n    return np.take(data, indices, axis=axis)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    target = f"{name}:take" if option == "--impl" else name
+    assert main(["check", option, target]) == 0
+    assert ", 0 failed" in capsys.readouterr().out
 
 
 def test_docs_page_shows_the_output_of_today(capsys, monkeypatch, tmp_path):

@@ -120,7 +120,7 @@ def test_check_passes_on_each_backend(module):
         (["explain", "--data-shape", "5,,4", "--indices-shape", "2"], "invalid shape '5,,4'"),
         (["explain", "--data-shape", "5,4", "--indices-shape", ",2"], "invalid shape ',2'"),
         (["explain", "--data-shape", "5,4", "--indices-shape", "2", "--axis", "2"], "axis 2"),
-        (["explain", "--data-shape", "", "--indices-shape", "2"], "rank >= 1"),
+        (["explain", "--data-shape", "", "--indices-shape", "2"], "'' is a scalar's shape"),
         (["explain", "--indices-shape", "2"], "required: --data-shape"),
         (["frobnicate"], "invalid choice"),
         (["check", "--backends", ""], "no backend(s) given (an empty list); choose from: numpy"),
