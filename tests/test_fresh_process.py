@@ -30,6 +30,8 @@ ONE_IDS = lambda ids: np.where(ids == 9, 9, np.where(ids < 0, -1, 0))
 # bfloat16 tables summed by ATen's rows: (4, 48000), large beside 4 indices (in place of the
 # distinct sums), and (4, 9000), long rows of a small one (in place of the float32 table)
 HALF_ROWS = {"grad_half_table": 16000, "grad_half_long": 3000}
+# dim 1 behind 1024 outer rows of 512 bytes (float64) into 2 MiB: read as dim 2 of a view
+SLICED = np.arange(1024 * 4 * 64.0).reshape(1024, 4, 64)
 
 if framework == "numpy":
     import gatherx
@@ -74,6 +76,13 @@ else:
                 return gatherx.gather(d, torch.from_numpy(ids), axis=2)
             d.requires_grad_()
             gatherx.gather(d, torch.from_numpy(ids), axis=2).sum().backward()
+            return d.grad
+        if mode.endswith("slices"):
+            d = torch.from_numpy(SLICED.copy())
+            if not mode.startswith("grad"):
+                return gatherx.gather(d, torch.from_numpy(ids), axis=1)
+            d.requires_grad_()
+            gatherx.gather(d, torch.from_numpy(ids), axis=1).sum().backward()
             return d.grad
         if mode.endswith(("blocks", "columns")):  # a later dim's view; dim 1: torch.gather,
             blocks = mode.endswith("blocks")  # or at few indices the columns' view
@@ -178,6 +187,13 @@ def _expected(mode: str) -> np.ndarray:
             return np.take(data, IDS, axis=2)
         want = np.zeros_like(data)
         np.add.at(want, (slice(None), slice(None), IDS), 1.0)
+        return want
+    if mode.endswith("slices"):
+        data = np.arange(1024 * 4 * 64.0).reshape(1024, 4, 64)
+        if not mode.startswith("grad"):
+            return np.take(data, IDS, axis=1)
+        want = np.zeros_like(data)
+        np.add.at(want, (slice(None), IDS), 1.0)
         return want
     if mode.endswith(("blocks", "columns")):
         blocks = mode.endswith("blocks")
@@ -288,6 +304,8 @@ TORCH_MODES = {
     "grad_blocks": BLOCKS_OOB,
     "grad_columns": COLUMNS_OOB,
     "few_columns": EAGER_OOB.replace("axis 0", "axis 1"),
+    "slices": EAGER_OOB.replace("axis 0", "axis 1"),
+    "grad_slices": EAGER_OOB.replace("axis 0", "axis 1"),
     "grad_few_columns": EAGER_OOB.replace("axis 0", "axis 1"),
     # non-contiguous columns on dim 2 at 4 indices (up to 8): index_select where they lie
     "strided_columns": STRIDED_OOB,
@@ -317,6 +335,7 @@ def test_torch_first_call(mode):
         "blocks",
         "columns",
         "few_columns",
+        "slices",
         "strided_columns",
         "broadcast",
         "tiled",

@@ -398,10 +398,9 @@ def _held(host: np.ndarray, fn: str, role: str) -> np.ndarray:
     held = jax.dtypes.canonicalize_dtype(host.dtype)
     if held != host.dtype and host.dtype.kind in "iu" and host.size:
         low, high = np.iinfo(held).min, np.iinfo(held).max
-        found = None
         if host.min() < low or host.max() > high:  # (the extremes first: no masks to make)
             found = _rules.first_outside(host, low, high)
-        if found is not None:
+            assert found is not None  # an extreme is outside
             name = _rules.dtype_name(host.dtype)
             raise _errors.beyond_held_dtype(fn, role, name, held.name, *found)
     return host

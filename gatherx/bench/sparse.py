@@ -21,7 +21,6 @@ task are timed in interleaved rounds (`rounds`).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
 import sys
@@ -32,6 +31,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from .. import _options
 from .cases import CASES, Case
 from .harness import check_outputs, check_torch_device, chosen_cases, emit, report_header
 from .machine import Load, environment, huge_pages, machine_record
@@ -378,7 +378,7 @@ def sparse_plan(args: argparse.Namespace) -> tuple[list[Case], list[int]]:
     if args.plot and not rows:
         msg = "--plot draws the sweep over table sizes, which --sparse-rows none leaves out"
         raise ValueError(msg)
-    if importlib.util.find_spec("torch") is None:
+    if not _options.installed("torch"):
         msg = "--sparse times PyTorch, which is not installed"
         raise ValueError(msg)
     check_torch_device(args.torch_device)
