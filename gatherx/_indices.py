@@ -29,15 +29,15 @@ def is_host(indices: object) -> bool:
 _INT64_BOUNDS = (-(2**63), 2**63 - 1)
 
 
-def plain_ints(indices: Any) -> bool:
-    """Whether ``indices`` are a Python int or a rectangular nest of lists and tuples of them,
-    each within int64 (no bool, no NumPy value): what a tracer can hold as a constant tensor
-    without NumPy, which it cannot trace."""
+def plain_ints_shape(indices: Any) -> tuple[int, ...] | None:
+    """The shape of ``indices`` if they are a Python int or a rectangular nest of lists and
+    tuples of them, each within int64 (no bool, no NumPy value), else None: what a tracer can
+    hold as a constant tensor without NumPy, which it cannot trace."""
     if type(indices) is int:
-        return _INT64_BOUNDS[0] <= indices <= _INT64_BOUNDS[1]
+        return () if _INT64_BOUNDS[0] <= indices <= _INT64_BOUNDS[1] else None
     if type(indices) not in (list, tuple):
-        return False
-    return _rectangular_ints(indices) is not None
+        return None
+    return _rectangular_ints(indices)
 
 
 def _rectangular_ints(nest: list[Any] | tuple[Any, ...]) -> tuple[int, ...] | None:

@@ -375,8 +375,9 @@ def test_array_api_strict_devices():
 def test_plain_ints_are_what_a_tracer_holds_as_a_constant_tensor(indices, plain):
     """Python ints, or rectangular nests of lists and tuples of them within int64: what
     torch.compile turns into a constant tensor (anything else takes the NumPy path)."""
-    from gatherx._indices import plain_ints
+    from gatherx._indices import plain_ints_shape
 
-    assert plain_ints(indices) is plain
+    shape = plain_ints_shape(indices)
+    assert (shape is not None) is plain
     if plain:  # read as NumPy reads them, as int64
-        assert np.asarray(indices, dtype=np.int64).shape == np.shape(indices)
+        assert shape == np.asarray(indices, dtype=np.int64).shape == np.shape(indices)

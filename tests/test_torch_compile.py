@@ -303,9 +303,15 @@ def test_python_int_indices_compile_in_one_graph(compiler, dynamic):
         )  # fmt: skip
         want = np.take(x.numpy(), np.asarray(indices, dtype=np.int64), axis=axis)
         np.testing.assert_array_equal(fn(x).numpy(), want)
-    bad = torch.compile(lambda a: gatherx.gather(a, [0, 5]), backend=compiler, fullgraph=True)
-    with pytest.raises(RuntimeError, match="out of data bounds"):
-        bad(x)
+    # one value too (a constant to the tracer's fake tensors): the graph's error, every call
+    for indices in ([0, 5], 5, -6, [5], [[-6]], (5,)):
+        bad = torch.compile(
+            lambda a, i=indices: gatherx.gather(a, i),
+            backend=compiler, fullgraph=True, dynamic=dynamic,
+        )  # fmt: skip
+        for _ in range(2):
+            with pytest.raises(RuntimeError, match=r"^gather: indices element out of data bounds"):
+                bad(x)
     grad = torch.compile(
         lambda g: gatherx.gather_grad((5, 3), [1, -1, 1], g), backend=compiler, fullgraph=True
     )

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from ... import _errors, _policy, _rules
-from ..._indices import plain_ints
+from ..._indices import plain_ints_shape
 from ..._strategy import torch_grad_given
 from ..base import Backend
 from . import autograd, bounds, kernels, subclasses
@@ -123,10 +123,11 @@ class TorchBackend(Backend):
         return x
 
     def index(self, indices: Any, like: Any, fn: str) -> Any:
-        if compiling() and plain_ints(indices) and not subclasses.is_dtensor(like):
+        shape = plain_ints_shape(indices) if compiling() else None
+        if shape is not None and not subclasses.is_dtensor(like):
             # Python ints are constants of the graph (NumPy, which reads other host indices,
             # cannot be traced): a tensor the graph's bounds check reads like any other
-            indices = torch.tensor(indices, dtype=torch.int64, device=like.device)
+            indices = kernels.constant_index(indices, shape, like.device)
         return super().index(indices, like, fn)
 
     def check_index(self, index: Any, like: Any, fn: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import cast
+from typing import Any, cast
 
 import torch
 
@@ -651,6 +651,20 @@ def sparse_scatter_add(
     return torch.sparse_coo_tensor(
         coords, values, (*lead, size, *tail), check_invariants=False, is_coalesced=coalesced
     )
+
+
+def constant_index(values: Any, shape: tuple[int, ...], device: torch.device) -> torch.Tensor:
+    """Python ints of ``shape`` as an int64 tensor of the graph being traced.
+
+    The fake tensors that trace a graph hold one value made by ``torch.tensor`` as a constant,
+    and evaluate an assert on it while tracing: a bad value would fail there, in PyTorch's
+    words, not in the graph as any other index does. ``torch.full`` makes no such constant.
+    """
+    if math.prod(shape) == 1:
+        while type(values) is not int:
+            values = values[0]
+        return torch.full(shape, values, dtype=torch.int64, device=device)
+    return torch.tensor(values, dtype=torch.int64, device=device)
 
 
 def wrap(index: torch.Tensor, size: int) -> torch.Tensor:
