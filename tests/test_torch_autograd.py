@@ -292,3 +292,32 @@ def test_deterministic_mode_backward_runs_and_repeats_bitwise():
     for g in grads:
         assert torch.equal(g, grads[0])
     torch.testing.assert_close(grads[0], ref)
+
+
+@pytest.mark.parametrize("policy", [None, "device"], ids=["exact", "device-policy"])
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize(
+    ("shape", "indices", "axis"),
+    [((5, 3), [0, 2], 0), ((5, 3), [-1, 2], 0), ((5, 3), 1, 1), ((5, 3), -1, 1),
+     ((4, 5, 6), [[-2, 0], [4, -5]], 1), ((40,), [-1] * 300, 0)],
+)  # fmt: skip
+def test_index_changed_in_place_before_backward_raises_as_native(
+    shape, indices, axis, dtype, policy
+):
+    """The index is saved for the backward whatever its sign: changing it in place in between
+    raises autograd's error, as torch's indexing does, even where a copy holds the values."""
+    from gatherx import _policy
+
+    def changed(gather: Any) -> None:
+        data = torch.randn(shape, dtype=torch.float64, requires_grad=True)
+        index = torch.tensor(indices, dtype=getattr(torch, dtype))
+        out = gather(data, index)
+        index.add_(1)
+        out.sum().backward()
+
+    # torch's indexing reads negatives and saves the index (a view of it: one version)
+    native = lambda d, i: d[(slice(None),) * axis + (i.view(-1),)]  # noqa: E731
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        changed(native)
+    with _policy.force(policy), pytest.raises(RuntimeError, match="modified by an inplace"):
+        changed(lambda d, i: gatherx.gather(d, i, axis=axis))

@@ -47,7 +47,8 @@ class TorchBackend(Backend):
                 if index is not None:  # else the flow reports the first bad index
                     k, int64 = index.ndim, index.dtype is _INT64
                     plan = kernels.eager_plan(data, axis, index.numel(), k, False, int64)
-                    return autograd.GatherEager.apply(data, index, axis, sparse, plan)
+                    given = None if index is indices else indices  # (see GatherEager)
+                    return autograd.GatherEager.apply(data, index, axis, sparse, plan, given)
             elif not indices.ndim:  # select reads a negative position itself: no wrap
                 at = eager_position(indices, size, opset)
                 if at is not None:  # else the flow reports the bad index
@@ -72,7 +73,8 @@ class TorchBackend(Backend):
                     low = eager_low(indices, size, opset)
                     if low is not None:  # else the flow reports the first bad index
                         return kernels.take_given(data, indices, axis, plan, low < 0)
-        return self.take(*self.prepared(data, indices, axis, opset), sparse)
+        given = indices if isinstance(indices, torch.Tensor) else None
+        return self.take(*self.prepared(data, indices, axis, opset), sparse, given)
 
     def check_sparse(self, x: Any, fn: str, flag: str) -> None:
         check_sparse(x, fn, flag)
@@ -183,7 +185,9 @@ class TorchBackend(Backend):
     def size(self, index: Any) -> int:
         return index.numel()
 
-    def take(self, data: Any, index: Any, axis: int, sparse: bool = False) -> Any:
+    def take(
+        self, data: Any, index: Any, axis: int, sparse: bool = False, given: Any = None
+    ) -> Any:
         if compiling() and data.shape[axis] == 0:
             data, index = kernels.one_slot(data, index, axis)
         if subclasses.is_dtensor(data):
@@ -194,7 +198,7 @@ class TorchBackend(Backend):
                     return rowsharded.RowShardedGather.apply(data, index, axis)
                 return rowsharded.take(data, index, axis)
         if needs_autograd(data):
-            return autograd.apply_gather(data, index, axis, sparse)
+            return autograd.apply_gather(data, index, axis, sparse, given)
         return kernels.take(data, index, axis)
 
     def scatter_add(self, shape: tuple[int, ...], index: Any, grad: Any, axis: int) -> Any:

@@ -10,7 +10,7 @@ from .kernels import scatter_add, sparse_scatter_add, take, wrap_unchecked
 from .modes import compiling, functorch_active, onnx_exporting, plain_eager, tracing
 
 Grads = tuple[torch.Tensor | None, None, None, None]
-EagerGrads = tuple[torch.Tensor | None, None, None, None, None]  # one more input: the plan
+EagerGrads = tuple[torch.Tensor | None, None, None, None, None, None]  # + the plan, the given
 
 
 class _GatherNoJvp(torch.autograd.Function):
@@ -71,6 +71,10 @@ class GatherEager(torch.autograd.Function):
     ``Function.apply`` runs ``inspect.signature`` on every call of a Function that defines
     ``setup_context`` (~20 us), which torch.func's transforms need and plain autograd does not;
     plain eager calls use this one (no transform, compiler, tracer or forward AD active).
+
+    ``given``: the caller's index where ``index`` is a copy of it (negatives wrapped), saved
+    too so that changing it in place before the backward raises autograd's error, as it does
+    where the index is saved as given.
     """
 
     @staticmethod
@@ -81,8 +85,12 @@ class GatherEager(torch.autograd.Function):
         axis: int,
         sparse: bool = False,
         plan: tuple[str, bool] | None = None,
+        given: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        ctx.save_for_backward(index)
+        if given is None:
+            ctx.save_for_backward(index)
+        else:
+            ctx.save_for_backward(index, given)
         ctx.size = data.shape[axis]
         ctx.axis = axis
         ctx.sparse = sparse
@@ -90,9 +98,9 @@ class GatherEager(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> EagerGrads:
-        (index,) = ctx.saved_tensors
+        index = ctx.saved_tensors[0]  # (reading them all checks the given's version)
         if not ctx.needs_input_grad[0]:
-            return None, None, None, None, None
+            return None, None, None, None, None, None
         if ctx.sparse:
             out = sparse_scatter_add(grad, index, ctx.axis, ctx.size)
         elif torch.is_grad_enabled() or functorch_active():
@@ -100,7 +108,7 @@ class GatherEager(torch.autograd.Function):
             out = apply_scatter_add(grad, index, ctx.axis, ctx.size)
         else:
             out = scatter_add(grad, index, ctx.axis, ctx.size)
-        return out, None, None, None, None
+        return out, None, None, None, None, None
 
 
 class _ScatterAddNoJvp(torch.autograd.Function):
@@ -147,11 +155,18 @@ class _ScatterAddFn(_ScatterAddNoJvp):
 # Dynamo refuses to trace an autograd.Function that defines jvp, so compiled code uses twins
 # without it; forward-mode AD is an eager (and torch.func) feature.
 def apply_gather(
-    data: torch.Tensor, index: torch.Tensor, axis: int, sparse: bool = False
+    data: torch.Tensor,
+    index: torch.Tensor,
+    axis: int,
+    sparse: bool = False,
+    given: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Gather through gatherx's Function: the cheapest one the active machinery can run."""
+    """Gather through gatherx's Function: the cheapest one the active machinery can run.
+    ``given``: the caller's index, where ``index`` is a copy (see :class:`GatherEager`)."""
     if plain_eager():
-        return GatherEager.apply(data, index, axis, sparse)
+        if given is None or given is index:
+            return GatherEager.apply(data, index, axis, sparse)
+        return GatherEager.apply(data, index, axis, sparse, None, given)
     fn = _GatherNoJvp if compiling() else _GatherFn
     return fn.apply(data, index, axis, sparse)
 
