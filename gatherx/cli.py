@@ -86,7 +86,7 @@ def run_check(backends: Sequence[str], out: Any = None) -> int:
     from ._cases import onnx_cases, spec_examples
     from ._conformance import to_numpy
 
-    _options.require("onnx", "check", "'gatherx[check]'")  # the official ONNX cases
+    _options.require("onnx", "running the official ONNX cases", "'gatherx[check]'")
     cases = [*onnx_cases(), *spec_examples()]
     rows, failures = [], []
     for backend in backends:
@@ -256,8 +256,9 @@ BROKEN_PIPE = 141
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
+    prog = f"{parser.prog} {args.command}"  # as argparse names its own errors of the command
     try:
-        code = _run(parser, args)
+        code = _run(args)
         sys.stdout.flush()  # here, where a closed pipe is caught, not at the interpreter's exit
     except BrokenPipeError:
         # The reader has gone (``| head``): the rest of the output goes nowhere, quietly, and
@@ -268,22 +269,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError as exc:  # an optional package that no check before the run caught
         hint = ("install matplotlib for --plot" if exc.name == "matplotlib"
                 else "install the checks with pip install 'gatherx[check]'")  # fmt: skip
-        parser.exit(2, _error_line("gatherx", f"{exc}; {hint}"))
+        parser.exit(2, _error_line(prog, f"{exc}; {hint}"))
     except (ValueError, TypeError, IndexError) as exc:
-        parser.exit(2, _error_line("gatherx", str(exc)))
+        parser.exit(2, _error_line(prog, str(exc)))
     return code
 
 
-def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     if args.command == "check":
         if args.namespace is not None or args.impl is not None:
             return run_conformance(args)
         if args.json:
-            parser.error("check --json needs --namespace or --impl")
+            msg = "--json needs --namespace or --impl"
+            raise ValueError(msg)
         return run_check(_options.backends(args.backends, BACKENDS)[0])
     if args.command == "explain":
         if not args.data_shape:
-            parser.error("--data-shape '' is a scalar's shape: Gather's data has rank >= 1")
+            msg = "--data-shape '' is a scalar's shape: Gather's data has rank >= 1"
+            raise ValueError(msg)
         print(explain(args.data_shape, args.indices_shape, args.axis))
         return 0
     from .bench import run

@@ -173,7 +173,7 @@ def test_sparse_options_refused_before_any_work(argv, says, capsys):
         main(["bench", *argv])
     assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith("gatherx: error: ")
+    assert err.startswith("gatherx bench: error: ")
     assert re.search(says, err), err
 
 

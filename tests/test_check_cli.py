@@ -353,7 +353,7 @@ def test_command_exit_codes():
         (["--impl", "broken_gathers:nope"], "broken_gathers has no attribute 'nope'"),
         (["--impl", "broken_gathers:NOT_CALLABLE"], "broken_gathers.NOT_CALLABLE is not callable"),
         (["--impl", "onnxruntime", "--namespace", "numpy"], "not allowed with argument"),
-        (["--json", "out.json"], "check --json needs --namespace or --impl"),
+        (["--json", "out.json"], "--json needs --namespace or --impl"),
         (["--impl", "onnx.reference", "--json", "/no/such/dir/x.json"], "cannot write it"),
     ],
 )
@@ -389,7 +389,7 @@ def test_json_refused_for_a_folder_before_the_run(capsys, tmp_path):
     assert exit_.value.code == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert err == f"gatherx: error: --json {tmp_path}: cannot write it (Is a directory)\n"
+    assert err == f"gatherx check: error: --json {tmp_path}: cannot write it (Is a directory)\n"
 
 
 @pytest.mark.parametrize(
@@ -414,7 +414,7 @@ def test_a_module_that_fails_to_import_is_a_usage_error(
     out, err = capsys.readouterr()
     assert out == ""
     assert err.count("\n") == 1, err
-    assert err.startswith(f"gatherx: error: {option} {target}: cannot import ")
+    assert err.startswith(f"gatherx check: error: {option} {target}: cannot import ")
     assert f"({raised}" in err
 
 

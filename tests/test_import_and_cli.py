@@ -150,7 +150,9 @@ def test_wrong_arguments_give_one_line(args, message):
     assert "Traceback" not in result.stderr
     # One prefix: the command's, never followed by the library's own ("gather: ...").
     assert result.stderr.count("error:") == 1, result.stderr
-    assert re.match(r"gatherx( \w+)?: error: (?!gather(_grad)?:|gatherx:|bench:)", result.stderr)
+    # the command's name, as argparse gives it in its own errors of that command
+    prefix = f"gatherx {args[0]}" if args[0] in ("check", "explain", "bench") else "gatherx"
+    assert re.match(rf"{prefix}: error: (?!gather(_grad)?:|gatherx:|bench:)", result.stderr)
 
 
 def test_version():
@@ -188,7 +190,7 @@ def test_backends_named_must_be_installed_for_check_and_bench(capsys, monkeypatc
         assert exit_.value.code == 2
         out, err = capsys.readouterr()
         assert out == ""
-        assert err == "gatherx: error: backend(s) not installed: torch\n"
+        assert err == f"gatherx {command[0]}: error: backend(s) not installed: torch\n"
     # Without --backends, those not installed are left out.
     known = {"numpy": "numpy", "torch": "torch"}
     assert _options.backends(None, known) == (["numpy"], ["torch"])
@@ -202,7 +204,7 @@ def test_backends_named_must_be_installed_for_check_and_bench(capsys, monkeypatc
     ("missing", "argv", "message"),
     [
         ("onnx", ["check", "--backends", "numpy"],
-         "check needs the onnx package: pip install 'gatherx[check]'"),
+         "running the official ONNX cases needs the onnx package: pip install 'gatherx[check]'"),
         ("onnx", ["check", "--impl", "onnx.reference"],
          "--impl onnx.reference needs the onnx package: pip install onnx"),
         ("matplotlib", [*TINY_BENCH, "--plot", "PLOT"],
@@ -219,7 +221,7 @@ def test_a_missing_optional_package_is_a_usage_error_before_any_work(
     assert exit_.value.code == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert err == f"gatherx: error: {message}\n"  # no bench progress: nothing was timed
+    assert err == f"gatherx {argv[0]}: error: {message}\n"  # no bench progress: nothing timed
     assert not png.exists()
 
 
@@ -241,14 +243,14 @@ def test_bench_refuses_a_torch_device_before_timing(device, message):
         assert result.returncode == 2, result.stderr
         assert result.stdout == ""
         assert result.stderr.count("\n") == 1, result.stderr
-        assert result.stderr.startswith(f"gatherx: error: {message}"), result.stderr
+        assert result.stderr.startswith(f"gatherx bench: error: {message}"), result.stderr
 
 
 def test_library_error_keeps_only_the_command_prefix():
     result = run("-m", "gatherx", "explain", "--data-shape", "5,4", "--indices-shape", "2",
                  "--axis", "2")  # fmt: skip
     assert result.stderr == (
-        "gatherx: error: axis 2 is out of the accepted range [-2, 1] for data of rank 2\n"
+        "gatherx explain: error: axis 2 is out of the accepted range [-2, 1] for data of rank 2\n"
     )
 
 
