@@ -60,10 +60,10 @@ def host_indices(indices: Any, fn: str) -> np.ndarray:
     """
     if isinstance(indices, np.ndarray):
         arr = plain_ndarray(indices, fn, "indices")
-        _rules.check_index_dtype(_rules.dtype_name(arr.dtype), "numpy", fn)
+        _rules.check_index_dtype(_rules.dtype_name(arr.dtype), "numpy", fn, arr.dtype)
     elif isinstance(indices, np.generic):  # NumPy scalars such as np.int64(1)
         arr = np.asarray(indices)
-        _rules.check_index_dtype(_rules.dtype_name(arr.dtype), "numpy", fn)
+        _rules.check_index_dtype(_rules.dtype_name(arr.dtype), "numpy", fn, arr.dtype)
     else:
         arr = _python_ints(indices, fn)
         if arr.dtype != object:

@@ -124,14 +124,22 @@ def check_data_dtype(name: str, opset: int, framework: str) -> None:
         raise _errors.data_dtype(name, opset, framework)
 
 
-def check_index_dtype(name: str, framework: str, fn: str = "gather") -> None:
+def check_index_dtype(name: str, framework: str, fn: str = "gather", dtype: Any = None) -> None:
+    """Refuse indices whose dtype, named ``name``, is not an ONNX index dtype (``dtype``: the
+    array's own, which the message names where the neutral name would mislead)."""
     if name not in INDEX_DTYPES:
-        raise _errors.index_dtype(fn, name, framework)
+        raise _errors.index_dtype(fn, shown_dtype(name, dtype), framework)
 
 
-def check_grad_dtype(name: str, framework: str) -> None:
+def check_grad_dtype(name: str, framework: str, dtype: Any = None) -> None:
     if name not in GRAD_DTYPES:
-        raise _errors.grad_dtype(name, framework)
+        raise _errors.grad_dtype(shown_dtype(name, dtype), framework)
+
+
+def shown_dtype(name: str, dtype: Any) -> str:
+    """A dtype as an error names it: its neutral ``name``, but a NumPy object array (read as
+    ONNX strings where it is data) as ``object``, the dtype the caller passed."""
+    return "object" if isinstance(dtype, np.dtype) and dtype.kind == "O" else name
 
 
 def output_shape(

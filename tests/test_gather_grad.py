@@ -153,6 +153,15 @@ def test_bool_grad_is_type_error(xp, backend) -> None:
 def test_string_grad_and_non_arrays_are_type_errors() -> None:
     with pytest.raises(TypeError, match="numpy grad of dtype string is not a numeric ONNX type"):
         gatherx.gather_grad((2,), [0, 1], np.array(["a", "b"]))
+    # an object array is named as the caller made it, not as the ONNX strings it would hold
+    floats = np.array([1.0, 2.0], dtype=object)
+    with pytest.raises(TypeError, match=r"^gather_grad: numpy grad of dtype object is not a "):
+        gatherx.gather_grad((2,), [0, 1], floats)
+    for fn in (lambda i: gatherx.gather(np.arange(3.0), i), lambda i: gatherx.gather_grad(
+            (2,), i, np.ones(2))):  # fmt: skip
+        with pytest.raises(TypeError, match=r"indices must be int32 or int64 \(numpy\), got "
+                           "dtype object$"):  # fmt: skip
+            fn(np.array([0, 1], dtype=object))
     with pytest.raises(TypeError, match="grad must be an array"):
         gatherx.gather_grad((2,), [0, 1], [1.0, 2.0])
 

@@ -143,7 +143,7 @@ class Backend:
         """``indices`` validated: a host array (see :mod:`gatherx._indices`) or a native one."""
         if is_host(indices):
             return host_indices(indices, fn)
-        _rules.check_index_dtype(self.dtype_name(indices), self.name, fn)
+        _rules.check_index_dtype(self.dtype_name(indices), self.name, fn, indices.dtype)
         self.check_index(indices, like, fn)
         return indices
 
@@ -287,7 +287,7 @@ class Backend:
         if sparse:
             self.check_sparse(grad, fn, "sparse")
         axis = _rules.normalize_axis(axis, len(shape), fn)
-        _rules.check_grad_dtype(self.dtype_name(grad), self.name)
+        _rules.check_grad_dtype(self.dtype_name(grad), self.name, grad.dtype)
         grad = self.adopt(grad, fn, "grad")
         index = self.index(indices, grad, fn)
         _rules.check_grad_shape(tuple(grad.shape), shape, tuple(index.shape), axis)
