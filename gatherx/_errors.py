@@ -277,8 +277,8 @@ def out_device(fn: str, got: object, want: object) -> ValueError:
     return ValueError(f"{fn}: out is on device {got}, but the result is on device {want}")
 
 
-def out_read_only(fn: str) -> ValueError:
-    return ValueError(f"{fn}: out is read-only; pass a writeable array")
+def out_read_only(fn: str, why: str = "") -> ValueError:
+    return ValueError(f"{fn}: out is read-only{why}; pass a writeable array")
 
 
 def out_self_overlap(fn: str) -> ValueError:

@@ -945,3 +945,27 @@ def test_numpy_out_flow_writes_doubled_rows():
     out = np.full((5000, 8), np.nan, np.float32)
     assert gatherx.gather(data, idx.astype(">i8"), out=out) is out
     np.testing.assert_array_equal(out, _oracle(data, idx, 0))
+
+
+@pytest.mark.parametrize("indices", [[0, 1], [[1], [-2]], 1, [0, 9]], ids=str)
+def test_torch_inference_tensor_out_is_written_only_in_inference_mode(indices):
+    """PyTorch writes an inference tensor only under inference_mode: refused outside it, before
+    anything is read, with gatherx's message; written inside it, as torch's own out= does."""
+    torch = need("torch")
+    data = torch.arange(15.0).reshape(5, 3)
+    index = torch.tensor(indices)
+    shape = np.take(data.numpy(), np.zeros(np.shape(indices), np.int64), axis=0).shape
+    with torch.inference_mode():
+        out = torch.full(shape, -7.0)
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor"):
+        torch.index_select(data, 0, index.view(-1) % 5, out=out.view(-1, 3))  # torch's own
+    for given in (index, indices):
+        _refused(data, given, out, ValueError, r"^gather: out is read-only here: PyTorch writes "
+                 r"an inference tensor only under torch.inference_mode\(\)")  # fmt: skip
+    with torch.inference_mode():
+        if indices == [0, 9]:
+            _refused(data, index, out, IndexError, r"idx=9 at position \(1,\)")
+        else:
+            assert gatherx.gather(data, index, out=out) is out
+            want = np.take(data.numpy(), np.asarray(indices), axis=0)
+            np.testing.assert_array_equal(out.numpy(), want)

@@ -41,6 +41,7 @@ def gather_out(
         and not out.is_nested
         and not (data.requires_grad or out.requires_grad)
         and not _overlaps_itself(out)
+        and _writable(out)
     ):
         ax = axis % data.ndim
         shape = data.shape
@@ -105,6 +106,14 @@ def _refusal(data: torch.Tensor, out: torch.Tensor) -> str | None:
     return None
 
 
+_INFERENCE = " here: PyTorch writes an inference tensor only under torch.inference_mode()"
+
+
+def _writable(out: torch.Tensor) -> bool:
+    """Whether PyTorch lets ``out`` be written here (an inference tensor only in that mode)."""
+    return not out.is_inference() or torch.is_inference_mode_enabled()
+
+
 def _overlaps_itself(out: torch.Tensor) -> bool:
     # (the contiguous test first: the common out= needs no shape or strides read)
     return not out.is_contiguous() and _rules.overlaps_itself(out.shape, out.stride(), 1)
@@ -126,6 +135,8 @@ class TorchOut(OutWriter):
             raise _errors.out_refused(fn, why)
         if _overlaps_itself(out):
             raise _errors.out_self_overlap(fn)
+        if not _writable(out):
+            raise _errors.out_read_only(fn, _INFERENCE)
         return out
 
     def span(self, x: Any) -> Span | None:
