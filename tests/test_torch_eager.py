@@ -275,3 +275,57 @@ def test_random_shapes_match_numpy_and_torch_autograd(seed):
         want = torch.index_select(ref, axis % rank, flat).reshape(out.shape)
         (expected,) = torch.autograd.grad(want, ref, seed_grad)
         torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
+
+
+def _host_kinds() -> list[tuple[str, object]]:
+    """Host indices of every form the eager path or the flow reads, values in [-4, 3]."""
+    base = np.array([3, -4, 0, -1, 2])
+    readonly = base.copy()
+    readonly.flags.writeable = False
+    return [("int", -3), ("int-max", 3), ("list", [3, -4, 0]), ("tuple", (1, -1)),
+            ("empty-list", []), ("list-2d", [[0, -1], [2, 3]]), ("list-17", [1, -2] * 8 + [3]),
+            ("int64", base.copy()), ("int32", base.astype(np.int32)), ("read-only", readonly),
+            ("strided", np.repeat(base, 2)[::2]), ("big-endian", base.astype(">i8")),
+            ("0-d", np.array(-2)), ("np-int", np.int64(-2))]  # fmt: skip
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.parametrize("axis", [0, -1])
+@pytest.mark.parametrize(("kind", "indices"), _host_kinds(), ids=[k for k, _ in _host_kinds()])
+def test_host_indices_of_every_form_match_numpy(kind, indices, axis, requires_grad):
+    """Python ints, lists and NumPy arrays of CPU data: np.take's values, np.add.at's
+    gradient, the index left as it was and never shared with the result."""
+    data = torch.arange(16.0, dtype=torch.float64).reshape(4, 4).requires_grad_(requires_grad)
+    before = np.array(indices, copy=True)
+    out = gatherx.gather(data, indices, axis=axis)
+    host = np.asarray(indices, dtype=np.int64)
+    want = np.take(data.detach().numpy(), host, axis=axis)
+    np.testing.assert_array_equal(out.detach().numpy(), want)
+    np.testing.assert_array_equal(np.asarray(indices), before)
+    if isinstance(indices, np.ndarray) and out.numel():
+        assert not np.shares_memory(out.detach().numpy(), indices)
+    if requires_grad:
+        (got,) = torch.autograd.grad(out.sum(), data)
+        expected = np.zeros((4, 4))
+        np.add.at(expected, (slice(None),) * (axis % 2) + (host,), 1.0)
+        np.testing.assert_array_equal(got.numpy(), expected)
+
+
+@pytest.mark.parametrize(
+    ("indices", "error", "text"),
+    [(4, IndexError, r"idx=4 at position \(\) of indices"),
+     ([0, -5], IndexError, r"idx=-5 at position \(1,\) of indices"),
+     ((0, 1, 2**63), IndexError, r"idx=9223372036854775808 at position \(2,\)"),
+     (np.array([0, 9], np.int32), IndexError, r"idx=9 at position \(1,\)"),
+     (np.array([0, 9], ">i8"), IndexError, r"idx=9 at position \(1,\)"),
+     ([0, True], TypeError, "bool"), (np.array([0, 1], np.int16), TypeError, "int16"),
+     ([0, np.int64(1)], IndexError, None)],
+)  # fmt: skip
+def test_bad_host_indices_read_as_the_flow_reads_them(indices, error, text):
+    """Every host index the eager path refuses or finds out of range: the flow's error."""
+    data = torch.arange(16.0).reshape(4, 4)
+    if text is None:  # a NumPy int among Python ints: no error, the flow's read
+        np.testing.assert_array_equal(gatherx.gather(data, indices).numpy(), data.numpy()[[0, 1]])
+        return
+    with pytest.raises(error, match=text):
+        gatherx.gather(data, indices)

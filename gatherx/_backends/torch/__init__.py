@@ -21,6 +21,7 @@ from .domain import (
     eager_low,
     eager_position,
     few_values,
+    host_tensor,
     ints_index,
 )
 from .modes import compiling, needs_autograd, onnx_exporting, plain_eager, tracing
@@ -39,42 +40,55 @@ class TorchBackend(Backend):
     name = "torch"
 
     def gather(self, data: Any, indices: Any, axis: Any, opset: Any, sparse: bool = False) -> Any:
-        if eager_cpu_call(data, indices, axis, opset):
-            axis %= data.ndim
-            size = data.shape[axis]
-            if data.requires_grad and _grad_enabled():
+        # host indices as a CPU tensor where the eager path reads them (the flow reads the
+        # rest, and every bad index, by the same rules)
+        index = indices if type(indices) is torch.Tensor else host_tensor(indices, data)
+        if eager_cpu_call(data, index, axis, opset):
+            result = self._eager_gather(data, index, axis, opset, sparse)
+            if result is not None:
+                return result
+        given = indices if isinstance(indices, torch.Tensor) else None  # (see GatherEager)
+        return self.take(*self.prepared(data, indices, axis, opset), sparse, given)
+
+    def _eager_gather(
+        self, data: Any, indices: Any, axis: Any, opset: Any, sparse: bool
+    ) -> Any | None:
+        """:meth:`gather` of an :func:`eager_cpu_call`, or None where an index is bad (the
+        flow reports it)."""
+        axis %= data.ndim
+        size = data.shape[axis]
+        if data.requires_grad and _grad_enabled():
+            index = eager_bounded(indices, size, opset)
+            if index is not None:  # else the flow reports the first bad index
+                k, int64 = index.ndim, index.dtype is _INT64
+                plan = kernels.eager_plan(data, axis, index.numel(), k, False, int64)
+                given = None if index is indices else indices  # (see GatherEager)
+                return autograd.GatherEager.apply(data, index, axis, sparse, plan, given)
+        elif not indices.ndim:  # select reads a negative position itself: no wrap
+            at = eager_position(indices, size, opset)
+            if at is not None:  # else the flow reports the bad index
+                return kernels.take_at(data, at, axis)
+        elif few_values(indices):  # 1-D: read as Python ints, then planned
+            read = eager_ints(indices, size, opset)
+            if read is not None:  # else the flow reports the first bad index
+                negative = read[1] is not read[0]
+                n, int64 = len(read[0]), indices.dtype is _INT64
+                plan = kernels.eager_plan(data, axis, n, 1, negative, int64)
+                if plan[0] in kernels.AS_GIVEN:  # reads negative positions: no wrap
+                    return kernels.take_given(data, indices, axis, plan)
+                return kernels.take(data, ints_index(read, indices), axis, plan)
+        else:  # planned before the index is read: its sign is not known yet
+            n, k, int64 = indices.numel(), indices.ndim, indices.dtype is _INT64
+            plan = kernels.eager_plan(data, axis, n, k, None, int64)
+            if plan[0] not in kernels.AS_GIVEN:
                 index = eager_bounded(indices, size, opset)
                 if index is not None:  # else the flow reports the first bad index
-                    k, int64 = index.ndim, index.dtype is _INT64
-                    plan = kernels.eager_plan(data, axis, index.numel(), k, False, int64)
-                    given = None if index is indices else indices  # (see GatherEager)
-                    return autograd.GatherEager.apply(data, index, axis, sparse, plan, given)
-            elif not indices.ndim:  # select reads a negative position itself: no wrap
-                at = eager_position(indices, size, opset)
-                if at is not None:  # else the flow reports the bad index
-                    return kernels.take_at(data, at, axis)
-            elif few_values(indices):  # 1-D: read as Python ints, then planned
-                read = eager_ints(indices, size, opset)
-                if read is not None:  # else the flow reports the first bad index
-                    negative = read[1] is not read[0]
-                    n, int64 = len(read[0]), indices.dtype is _INT64
-                    plan = kernels.eager_plan(data, axis, n, 1, negative, int64)
-                    if plan[0] in kernels.AS_GIVEN:  # reads negative positions: no wrap
-                        return kernels.take_given(data, indices, axis, plan)
-                    return kernels.take(data, ints_index(read, indices), axis, plan)
-            else:  # planned before the index is read: its sign is not known yet
-                n, k, int64 = indices.numel(), indices.ndim, indices.dtype is _INT64
-                plan = kernels.eager_plan(data, axis, n, k, None, int64)
-                if plan[0] not in kernels.AS_GIVEN:
-                    index = eager_bounded(indices, size, opset)
-                    if index is not None:  # else the flow reports the first bad index
-                        return kernels.take(data, index, axis, plan)
-                else:  # these read negative positions too: no wrap
-                    low = eager_low(indices, size, opset)
-                    if low is not None:  # else the flow reports the first bad index
-                        return kernels.take_given(data, indices, axis, plan, low < 0)
-        given = indices if isinstance(indices, torch.Tensor) else None
-        return self.take(*self.prepared(data, indices, axis, opset), sparse, given)
+                    return kernels.take(data, index, axis, plan)
+            else:  # these read negative positions too: no wrap
+                low = eager_low(indices, size, opset)
+                if low is not None:  # else the flow reports the first bad index
+                    return kernels.take_given(data, indices, axis, plan, low < 0)
+        return None
 
     def check_sparse(self, x: Any, fn: str, flag: str) -> None:
         check_sparse(x, fn, flag)
