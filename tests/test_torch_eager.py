@@ -329,3 +329,27 @@ def test_bad_host_indices_read_as_the_flow_reads_them(indices, error, text):
         return
     with pytest.raises(error, match=text):
         gatherx.gather(data, indices)
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.parametrize("axis", [0, -1])
+@pytest.mark.parametrize(("kind", "indices"), _host_kinds(), ids=[k for k, _ in _host_kinds()])
+def test_gather_grad_of_host_indices_of_every_form_matches_add_at(
+    kind, indices, axis, requires_grad
+):
+    """gather_grad at Python ints, lists and NumPy arrays: np.add.at's sums, the index left
+    as it was, and (grad requiring grad) the gather back as the gradient of the grad."""
+    host = np.asarray(indices, dtype=np.int64)
+    before = np.array(indices, copy=True)
+    out_shape = (*host.shape, 4) if axis == 0 else (4, *host.shape)
+    values = np.arange(1.0, 1.0 + np.prod(out_shape)).reshape(out_shape)
+    grad = torch.from_numpy(values).requires_grad_(requires_grad)
+    got = gatherx.gather_grad((4, 4), indices, grad, axis=axis)
+    want = np.zeros((4, 4))
+    np.add.at(want, (slice(None),) * (axis % 2) + (host,), values)
+    np.testing.assert_array_equal(got.detach().numpy(), want)
+    np.testing.assert_array_equal(np.asarray(indices), before)
+    if requires_grad:
+        seed = torch.arange(16.0, dtype=torch.float64).reshape(4, 4)
+        (back,) = torch.autograd.grad(got, grad, seed)
+        np.testing.assert_array_equal(back.numpy(), np.take(seed.numpy(), host, axis=axis))

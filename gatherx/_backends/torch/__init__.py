@@ -112,22 +112,24 @@ class TorchBackend(Backend):
                 return eager_sparse.gather_grad(self, shape, indices, grad, axis)
         else:
             shape = _rules.check_shape(shape)  # the flow's first check
-            if eager_cpu_call(grad, indices, axis, _GRAD, shape):
+            # host indices as in gather: the eager path reads them as a tensor
+            ids = indices if type(indices) is torch.Tensor else host_tensor(indices, grad)
+            if eager_cpu_call(grad, ids, axis, _GRAD, shape):
                 axis %= len(shape)
-                want = _rules.output_shape(shape, indices.shape, axis)
+                want = _rules.output_shape(shape, ids.shape, axis)
                 if grad.shape == want:
                     plain = not (grad.requires_grad and _grad_enabled())  # no Function
-                    if not indices.ndim and plain:
-                        at = eager_position(indices, shape[axis], _GRAD)  # as given
+                    if not ids.ndim and plain:
+                        at = eager_position(ids, shape[axis], _GRAD)  # as given
                         if at is not None:  # else the flow reports the bad index
                             return kernels.scatter_at(grad, at, axis, shape[axis])
                     elif plain and torch_grad_given(
-                        axis, indices.numel(), grad.numel(), shape, grad.dtype in _HALF
+                        axis, ids.numel(), grad.numel(), shape, grad.dtype in _HALF
                     ):
-                        if eager_low(indices, shape[axis], _GRAD) is not None:  # (else: bad)
-                            return kernels.scatter_given(grad, indices, shape)
+                        if eager_low(ids, shape[axis], _GRAD) is not None:  # (else: bad)
+                            return kernels.scatter_given(grad, ids, shape)
                     else:
-                        index = eager_bounded(indices, shape[axis], _GRAD)
+                        index = eager_bounded(ids, shape[axis], _GRAD)
                         if index is not None:  # else the flow reports the first bad index
                             return self.scatter_add(shape, index, grad, axis)
         return super().gather_grad(shape, indices, grad, axis, sparse)
