@@ -969,3 +969,22 @@ def test_torch_inference_tensor_out_is_written_only_in_inference_mode(indices):
             assert gatherx.gather(data, index, out=out) is out
             want = np.take(data.numpy(), np.asarray(indices), axis=0)
             np.testing.assert_array_equal(out.numpy(), want)
+
+
+@pytest.mark.parametrize(
+    "indices",
+    [-3, [3, -4, 0], (1, -1), [], [[0, -1], [2, 3]], np.array([3, -4, 0]),
+     np.array([3, -4, 0], np.int32), np.array([1, -2, 3], ">i8"), np.repeat([3, -4], 2)[::2]],
+    ids=["int", "list", "tuple", "empty", "list-2d", "int64", "int32", "big-endian", "strided"],
+)  # fmt: skip
+def test_torch_out_of_host_indices_equals_numpy_take(indices):
+    """Python ints, lists and NumPy arrays into a torch out=: np.take's values, in place."""
+    torch = need("torch")
+    data = torch.arange(16.0, dtype=torch.float64).reshape(4, 4)
+    host = np.asarray(indices, dtype=np.int64)
+    for axis in (0, 1):
+        want = np.take(data.numpy(), host, axis=axis)
+        out = torch.full(want.shape, -7.0, dtype=torch.float64)
+        assert gatherx.gather(data, indices, axis=axis, out=out) is out
+        np.testing.assert_array_equal(out.numpy(), want)
+    _refused(data, [0, 4], torch.zeros(2, 4, dtype=torch.float64), IndexError, r"idx=4 at")

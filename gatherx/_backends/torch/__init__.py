@@ -113,7 +113,7 @@ class TorchBackend(Backend):
         else:
             shape = _rules.check_shape(shape)  # the flow's first check
             # host indices as in gather: the eager path reads them as a tensor
-            ids = indices if type(indices) is torch.Tensor else host_tensor(indices, grad)
+            ids: Any = indices if type(indices) is torch.Tensor else host_tensor(indices, grad)
             if eager_cpu_call(grad, ids, axis, _GRAD, shape):
                 axis %= len(shape)
                 want = _rules.output_shape(shape, ids.shape, axis)

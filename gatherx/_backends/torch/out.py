@@ -12,7 +12,14 @@ from ..._rules import Span
 from ..._strategy import torch_out_given, torch_out_plan
 from ..base import Backend, OutWriter, host_span
 from . import bounds, kernels
-from .domain import STRIDED, eager_bounded, eager_cpu_call, eager_low, eager_position
+from .domain import (
+    STRIDED,
+    eager_bounded,
+    eager_cpu_call,
+    eager_low,
+    eager_position,
+    host_tensor,
+)
 from .modes import compiling, functorch_active, tracing
 
 Tensor = torch.Tensor
@@ -32,9 +39,11 @@ def gather_out(
     rules (the flow's overlap test on the same spans, its host read and wrap); the flow takes
     every other call, and reports every refusal.
     """
+    # host indices as in gather: the eager path reads them as a tensor
+    ids: Any = indices if type(indices) is Tensor else host_tensor(indices, data)
     if (
         type(out) is Tensor
-        and eager_cpu_call(data, indices, axis, opset)
+        and eager_cpu_call(data, ids, axis, opset)
         and out.dtype == data.dtype
         and out.is_cpu
         and out.layout is STRIDED
@@ -47,38 +56,38 @@ def gather_out(
         shape = data.shape
         where = WRITER.span(out)
         if (
-            out.shape == _rules.output_shape(shape, indices.shape, ax)
+            out.shape == _rules.output_shape(shape, ids.shape, ax)
             and not _rules.overlapping(where, WRITER.span(data))
-            and not _rules.overlapping(where, WRITER.span(indices))
+            and not _rules.overlapping(where, WRITER.span(ids))
         ):
             if not out.numel():  # nothing to write (an empty index, or empty slices)
-                if eager_low(indices, shape[ax], opset) is not None:  # (0 if empty)
+                if eager_low(ids, shape[ax], opset) is not None:  # (0 if empty)
                     return out
-            elif not indices.ndim:  # one slice: select_copy reads a negative position itself
-                at = eager_position(indices, shape[ax], opset)
+            elif not ids.ndim:  # one slice: select_copy reads a negative position itself
+                at = eager_position(ids, shape[ax], opset)
                 if at is not None:  # else the flow reports the bad index
                     kernels.take_at(data, at, ax, out)
                     return out
             else:  # planned before the index is read: its sign is not known yet
-                n, k, int64 = indices.numel(), indices.ndim, indices.dtype is _INT64
+                n, k, int64 = ids.numel(), ids.ndim, ids.dtype is _INT64
                 plan = kernels.eager_plan(data, ax, n, k, None, int64)  # the forward's
                 given = torch_out_given(plan[0], k, out.numel())
                 if not given and k != 1:  # the plan with the index as one dimension
                     plan = kernels.eager_plan(data, ax, n, 1, None, int64)
                 if given or plan[0] in _CHECKED_ONLY:  # read as given: checked, not wrapped
-                    low = eager_low(indices, shape[ax], opset)
+                    low = eager_low(ids, shape[ax], opset)
                     if low is not None:  # else the flow reports the first bad index
                         if given:  # advanced indexing, which has no out=
-                            out.copy_(kernels.take_given(data, indices, ax, plan, low < 0))
+                            out.copy_(kernels.take_given(data, ids, ax, plan, low < 0))
                         elif plan[0] == "broadcast":  # reads no index value
-                            WRITER.write(data, indices.reshape(-1), ax, out, plan)
+                            WRITER.write(data, ids.reshape(-1), ax, out, plan)
                         elif low < 0:  # 1-D data: torch.take reads negative positions itself
-                            kernels.take_given(data, indices, ax, plan, True, out)
+                            kernels.take_given(data, ids, ax, plan, True, out)
                         else:  # none negative: the plan for that sign
-                            WRITER.write(data, indices.reshape(-1), ax, out)
+                            WRITER.write(data, ids.reshape(-1), ax, out)
                         return out
                 else:
-                    flat = eager_bounded(indices, shape[ax], opset, flat=True)
+                    flat = eager_bounded(ids, shape[ax], opset, flat=True)
                     if flat is not None:  # else the flow reports the first bad index
                         WRITER.write(data, flat, ax, out, plan)
                         return out
