@@ -353,3 +353,22 @@ def test_gather_grad_of_host_indices_of_every_form_matches_add_at(
         seed = torch.arange(16.0, dtype=torch.float64).reshape(4, 4)
         (back,) = torch.autograd.grad(got, grad, seed)
         np.testing.assert_array_equal(back.numpy(), np.take(seed.numpy(), host, axis=axis))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_results_are_contiguous_whatever_the_layout_and_index_count(seed):
+    """As index_select's: transposed, channels-last, strided and expanded data, every index
+    count, with and without grad: a contiguous result (its .view works), np.take's values."""
+    rng = np.random.default_rng(seed)
+    base = torch.from_numpy(rng.standard_normal((4, 6, 5, 3)))
+    layouts = [base.permute(2, 0, 3, 1), base.contiguous(memory_format=torch.channels_last),
+               base[:, ::2], base[:, :1].expand(4, 7, 5, 3), base.transpose(0, 3)]  # fmt: skip
+    for data in layouts:
+        for axis in range(data.ndim):
+            for shape in [(), (1,), (3,), (8,), (40,), (2, 3), (3, 9)]:
+                index = torch.from_numpy(rng.integers(-data.shape[axis], data.shape[axis], shape))
+                for grad in (False, True):
+                    out = gatherx.gather(data.detach().requires_grad_(grad), index, axis=axis)
+                    assert out.is_contiguous(), (tuple(data.stride()), axis, shape, grad)
+                    want = np.take(data.numpy(), index.numpy(), axis=axis)
+                    np.testing.assert_array_equal(out.detach().view(-1).numpy(), want.ravel())

@@ -309,8 +309,10 @@ def element_starts(x: torch.Tensor, like: torch.Tensor, axis: int) -> bool:
 
 def _indexed(source: torch.Tensor, axis: int, index: torch.Tensor) -> torch.Tensor:
     """``source[..., index, ...]`` with ``index`` on ``axis``: its dimensions in the axis's
-    place."""
-    return source[(slice(None),) * axis + (index,)]
+    place, contiguous as every other plan's result (advanced indexing lays out the result of
+    non-contiguous data in its strides' order, so that ``.view`` would fail or not by the
+    plan)."""
+    return source[(slice(None),) * axis + (index,)].contiguous()
 
 
 def layout(
