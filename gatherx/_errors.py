@@ -23,12 +23,25 @@ def _is_jax_tracer(x: object) -> bool:
     return type(x).__module__.startswith("jax") and "Tracer" in type(x).__name__
 
 
+def _static_under_jit(fn: str) -> str:
+    """How to keep ``fn``'s arguments that choose the program static under ``jax.jit``."""
+    if fn == "gather_grad":  # shape is positional-only; there is no opset
+        return 'jax.jit(gatherx.gather_grad, static_argnums=0, static_argnames="axis")'
+    return f'jax.jit(gatherx.{fn}, static_argnames=("axis", "opset"))'
+
+
+def _traced(x: object) -> bool:
+    """A JAX tracer, or a sequence holding one (a shape of traced sizes)."""
+    if isinstance(x, (list, tuple)):
+        return any(map(_is_jax_tracer, x))
+    return _is_jax_tracer(x)
+
+
 def not_an_int(fn: str, what: str, value: object) -> TypeError:
     if _is_jax_tracer(value):
         msg = (
             f"{fn}: {what} must be a Python int, got a traced value ({type(value).__name__}); "
-            f"under jax.jit mark it static: jax.jit(gatherx.{fn}, "
-            'static_argnames=("axis", "opset"))'
+            f"under jax.jit mark it static: {_static_under_jit(fn)}"
         )
     else:
         msg = f"{fn}: {what} must be an int, got {type(value).__name__} {value!r}"
@@ -84,6 +97,11 @@ def grad_dtype(name: str, framework: str) -> TypeError:
 
 
 def shape_type(shape: object) -> TypeError:
+    if _traced(shape):
+        return TypeError(
+            "gather_grad: shape must be a sequence of Python ints, got a traced value; under "
+            f"jax.jit mark it static: {_static_under_jit('gather_grad')}"
+        )
     return TypeError(f"gather_grad: shape must be a sequence of ints, got {shape!r}")
 
 

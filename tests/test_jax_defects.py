@@ -832,6 +832,27 @@ def test_traced_axis_or_opset_names_static_argnames(name):
     assert str(info.value).startswith(f"gather: {name} must be a Python int, got a traced value")
 
 
+@pytest.mark.parametrize("traced", ["shape", "axis", "both"])
+def test_gather_grad_traced_shape_or_axis_gives_advice_that_works(traced):
+    """gather_grad has a positional-only shape and no opset: the advice names what it takes,
+    and following it runs."""
+    ids, grad = jnp.array([0, -1]), jnp.ones((2, 3))
+    if traced == "axis":
+        fn, args = jax.jit(gatherx.gather_grad, static_argnums=0), ((4, 3), ids, grad)
+    else:
+        fn, args = jax.jit(gatherx.gather_grad), ((4, 3), ids, grad)
+    with pytest.raises(TypeError, match="got a traced value") as info:
+        fn(*args, axis=0)
+    what = "axis must be a Python int" if traced == "axis" else "shape must be a sequence"
+    assert str(info.value).startswith(f"gather_grad: {what}")
+    advice = str(info.value).rpartition("mark it static: ")[2]
+    assert advice == 'jax.jit(gatherx.gather_grad, static_argnums=0, static_argnames="axis")'
+    followed = eval(advice, {"jax": jax, "gatherx": gatherx})  # the advice as written
+    want = np.zeros((4, 3))
+    np.add.at(want, [0, -1], 1.0)
+    np.testing.assert_array_equal(np.asarray(followed(*args, axis=0)), want)
+
+
 @pytest.mark.parametrize("count", [2, 0], ids=["two", "empty"])
 def test_weak_type_kept_as_jnp_take_keeps_it(count):
     weak = jnp.broadcast_to(1.5, (4,))  # a weakly typed float32, as Python scalars make

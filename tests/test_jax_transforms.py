@@ -413,3 +413,33 @@ def test_index_marker_jvp_rule() -> None:
     assert type(tangent) is ad.Zero
     assert tangent.aval.shape == idx.shape
     assert tangent.aval.dtype == jax.dtypes.float0
+
+
+def _policies() -> list[tuple[str, object]]:
+    cp = jax.checkpoint_policies
+    found = [(name, getattr(cp, name)) for name in ("dots_saveable", "checkpoint_dots",
+             "dots_with_no_batch_dims_saveable", "nothing_saveable", "everything_saveable")
+             if hasattr(cp, name)]  # fmt: skip
+    found += [("save_only_these_names", cp.save_only_these_names("x")),
+              ("save_any_names_but_these", cp.save_any_names_but_these("x")),
+              ("none", None)]  # fmt: skip
+    return found
+
+
+@pytest.mark.parametrize(("name", "policy"), _policies(), ids=[n for n, _ in _policies()])
+def test_remat_policies_see_gather_and_gather_grad_as_jnp_take(name, policy) -> None:
+    """jax.checkpoint calls a policy with each primitive and its parameters: gatherx's add
+    none that clashes with the policy's own arguments; gradients as jnp.take's."""
+    data = jnp.asarray(_rand((4, 3)))
+    ids = jnp.array([0, -1, 2, 2])
+
+    def grads(take):
+        loss = lambda d, i: (take(d, i) ** 2).sum()  # noqa: E731
+        return jax.grad(jax.checkpoint(loss, policy=policy))(data, ids)
+
+    assert_same(grads(gatherx.gather), grads(lambda d, i: jnp.take(d, i % 4, axis=0)), **TOL)
+    seed = jnp.asarray(_rand((4, 3), 1))
+    scatter = jax.checkpoint(lambda g, i: (gatherx.gather_grad((4, 3), i, g) * seed).sum(),
+                             policy=policy)  # fmt: skip
+    got = jax.jit(jax.grad(scatter))(data, ids)
+    assert_same(got, np.take(np.asarray(seed), np.asarray(ids) % 4, axis=0), **TOL)

@@ -201,7 +201,7 @@ def _given_check(
     bounds: tuple[int, int],
     axis: int,
     shape: tuple[int, ...],
-    prim: str,
+    op: str,
     context: Any = None,
 ) -> tuple[Any, Any]:
     if _checkify.OOBError not in enabled_errors or index.size == 0:
@@ -211,7 +211,7 @@ def _given_check(
     low, high = max(bounds[0], info.min), min(bounds[1], info.max)
     bad = (flat < low) | (flat > high)
     payload = jnp.array([0, axis, shape[axis]], index.dtype).at[0].set(flat[jnp.argmax(bad)])
-    oob = GivenIndexError(_checkify.get_traceback(), prim, shape, payload)
+    oob = GivenIndexError(_checkify.get_traceback(), op, shape, payload)
     assert_func: Any = _checkify.assert_func
     if context is not None:
         assert_func = partial(assert_func, context)
@@ -232,7 +232,7 @@ _checkify.error_checks[_given_p] = (
 
 
 def _given(
-    index: jax.Array, bounds: tuple[int, int] | None, axis: int, shape: tuple[int, ...], prim: str
+    index: jax.Array, bounds: tuple[int, int] | None, axis: int, shape: tuple[int, ...], op: str
 ) -> jax.Array:
     """``index`` marked for checkify against the inclusive ``bounds`` (None: host-checked).
 
@@ -241,7 +241,8 @@ def _given(
     """
     if bounds is None:
         return index
-    return _given_p.bind(index, bounds=bounds, axis=axis, shape=shape, prim=prim)
+    # (no parameter named "prim": remat policies take the primitive under that name)
+    return _given_p.bind(index, bounds=bounds, axis=axis, shape=shape, op=op)
 
 
 @partial(jax.jit, static_argnames=("axis", "bounds", "mode"))
