@@ -396,3 +396,31 @@ def test_reset_parameters_restores_the_indices_given():
     assert layer.indices.tolist() == [[0, 0]]
     layer.reset_parameters()  # the values of the constructor, not of the buffer's last write
     assert layer.indices.tolist() == [[1, 0]]
+
+
+@pytest.mark.parametrize("mode", ["fake", "meta"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize(("rows", "shape"), [(50, (3,)), (200, (4000,)), (50, (2, 3))])
+def test_shapes_only_tensors_run_forward_backward_and_gather_grad(mode, dtype, rows, shape):
+    """Under FakeTensorMode (tools that estimate memory or trace) and on the meta device,
+    values are never read: forward, backward and gather_grad give index_select's shapes and
+    dtypes (half precision too, whose eager sums read the index)."""
+    from contextlib import nullcontext
+
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() if mode == "fake" else nullcontext():
+        device = "cpu" if mode == "fake" else "meta"
+        index = torch.zeros(shape, dtype=torch.int64, device=device)
+        results = []
+        for take in (gatherx.gather, lambda d, i: torch.index_select(d, 0, i.view(-1))):
+            table = torch.ones(rows, 128, dtype=dtype, device=device, requires_grad=True)
+            out = take(table, index)
+            out.float().sum().backward()
+            results.append((out.numel(), out.dtype, table.grad.shape, table.grad.dtype))
+        assert results[0] == results[1]
+        grad = torch.ones(*shape, 128, dtype=dtype, device=device)
+        summed = gatherx.gather_grad((rows, 128), index, grad)
+        assert (summed.shape, summed.dtype) == ((rows, 128), dtype)
+        with pytest.raises(TypeError, match="the indices' values cannot be read"):
+            gatherx.gather(table.detach(), index, out=grad.new_empty(*shape, 128))

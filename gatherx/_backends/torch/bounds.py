@@ -12,7 +12,7 @@ from ... import _errors, _policy, _rules
 from . import subclasses
 from .domain import cpu_extremes
 from .kernels import wrap_unchecked
-from .modes import compiling, functorch_active, onnx_exporting, tracing
+from .modes import compiling, functorch_active, onnx_exporting, tracing, values_readable
 
 
 @torch.library.custom_op("gatherx::assert_in_bounds", mutates_args=())
@@ -46,7 +46,7 @@ def plain(t: torch.Tensor) -> torch.Tensor | None:
     functorch = torch._C._functorch
     while functorch.is_functorch_wrapped_tensor(t):
         t = functorch.get_unwrapped(t)
-    if isinstance(t, torch._subclasses.FakeTensor) or t.device.type == "meta":
+    if not values_readable(t):
         return None
     return t
 

@@ -23,7 +23,7 @@ from ..._strategy import (
     torch_one_each_plan,
 )
 from .domain import INDEX_MAX, PLAIN_TYPES
-from .modes import compiling, functorch_active, plain_eager, tracing
+from .modes import compiling, functorch_active, plain_eager, tracing, values_readable
 from .subclasses import is_dtensor, on_every_rank, replicated_everywhere
 
 # uint16/32/64 are "shell" dtypes with few kernels; gather is pure data movement, so it runs
@@ -462,7 +462,7 @@ def _scatter_flat(
     elif dtype in HALF:  # half precision would round every partial sum: add in float32
         # (eager code only for the distinct sums and the read of few values: the sums' size
         # and the plan depend on the values; no read on an accelerator, which would sync)
-        eager = plain_eager()
+        eager = plain_eager() and values_readable(flat)
         n = flat.shape[0]
         host = eager and flat.is_cpu
         repeated = not host or _rules.may_repeat(n, flat.tolist)

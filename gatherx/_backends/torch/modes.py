@@ -18,6 +18,12 @@ def compiling() -> bool:
     return _is_compiling() or _is_exporting()
 
 
+def values_readable(t: torch.Tensor) -> bool:
+    """Whether ``t`` holds values at all: not a fake tensor (``FakeTensorMode``, which tools
+    and tracers run code under) nor a meta tensor, which have shapes only."""
+    return not isinstance(t, torch._subclasses.FakeTensor) and t.device.type != "meta"
+
+
 def tracing() -> bool:
     """The TorchScript tracer is recording (torch.jit.trace, the TorchScript ONNX exporter)."""
     return _tracing_state() is not None

@@ -20,7 +20,7 @@ from .domain import (
     eager_position,
     host_tensor,
 )
-from .modes import compiling, functorch_active, tracing
+from .modes import compiling, functorch_active, tracing, values_readable
 
 Tensor = torch.Tensor
 _INT64 = torch.int64
@@ -151,7 +151,7 @@ class TorchOut(OutWriter):
     def span(self, x: Any) -> Span | None:
         if isinstance(x, np.ndarray):
             return host_span(x)
-        if x.is_meta or not x.numel():
+        if not x.numel() or not values_readable(x):  # (fake and meta tensors have no memory)
             return None
         start = x.data_ptr()
         device = "cpu" if x.is_cpu else str(x.device)  # str() costs more than the rest
