@@ -133,3 +133,24 @@ else:
         spec = _padded(explicit_spec, out.ndim)
         want = (*spec[:axis], None, *spec[axis + INDICES.ndim :])
         assert _padded(jax.typeof(scattered).sharding.spec, 2) == want
+
+    @pytest.mark.parametrize("mesh_type", [AxisType.Auto, AxisType.Explicit], ids=str)
+    @pytest.mark.parametrize("data_spec", [P(None, "y"), P("x", "y"), P(None, None)], ids=str)
+    @pytest.mark.parametrize("at", [3, -1, 8, -9], ids=["in", "negative", "past", "before"])
+    def test_traced_scalar_index_keeps_the_slice_sharding(mesh_type, data_spec, at):
+        """One slice or, out of range, the fill, both laid out as the slice (Explicit meshes
+        require the cond's branches alike); the gradient as jnp.take's."""
+        mesh = _mesh(mesh_type)
+        with jax.set_mesh(mesh):
+            data = jax.device_put(DATA, NamedSharding(mesh, data_spec))
+            index = jnp.asarray(at, INT)
+            out = jax.jit(gatherx.gather)(data, index)
+            grad = jax.jit(jax.grad(lambda d, i: gatherx.gather(d, i).sum()))(data, index)
+        want = DATA[at] if -8 <= at < 8 else np.full(6, np.nan, np.float32)
+        np.testing.assert_array_equal(np.asarray(out), want)
+        if mesh_type == AxisType.Explicit:  # the data's sharding off the axis (the rule above)
+            assert _padded(jax.typeof(out).sharding.spec, 1) == _padded(tuple(data_spec)[1:], 1)
+        want_grad = np.zeros_like(DATA)
+        if -8 <= at < 8:
+            want_grad[at] = 1.0
+        np.testing.assert_array_equal(np.asarray(grad), want_grad)

@@ -443,3 +443,18 @@ def test_remat_policies_see_gather_and_gather_grad_as_jnp_take(name, policy) -> 
                              policy=policy)  # fmt: skip
     got = jax.jit(jax.grad(scatter))(data, ids)
     assert_same(got, np.take(np.asarray(seed), np.asarray(ids) % 4, axis=0), **TOL)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_checkify_under_vmap_of_scalar_indices_reports_only_bad_ones(axis) -> None:
+    """vmap runs both branches of a traced scalar index's cond: the fill branch holds no
+    gather of its own for checkify to report; a bad index is reported as given."""
+    data = jnp.asarray(_rand((4, 3)))
+    table = lambda k: gatherx.gather(data, k, axis=axis)  # noqa: E731
+    checked = jax.jit(checkify.checkify(jax.vmap(table), errors=checkify.index_checks))
+    size = data.shape[axis]
+    err, out = checked(jnp.array([1, -1, size - 1]))
+    assert err.get() is None
+    assert_same(out, np.moveaxis(np.take(np.asarray(data), [1, -1, size - 1], axis=axis), axis, 0))
+    err, _ = checked(jnp.array([1, size + 4, 0]))
+    assert f"index {size + 4} is out of bounds for axis {axis} with size {size}" in err.get()

@@ -76,22 +76,32 @@ def _take(data: jax.Array, index: jax.Array, axis: int, mode: str) -> jax.Array:
         if mode == "promise_in_bounds":
             return one()
         # dynamic_index_in_dim clamps: a bad index reads the fill of a gather instead (a
-        # constant: a gather in that branch would cost XLA the output's aliasing, 1.07-1.6x)
+        # constant: a gather in that branch would cost XLA the output's aliasing, 1.07-1.6x),
+        # laid out as the slice (its sharding: Explicit meshes need the branches' equal)
         ok = (index >= 0) & (index < data.shape[axis])
-        shape = (*data.shape[:axis], *data.shape[axis + 1 :])
-        return lax.cond(ok, one, lambda: _filled(data.dtype, shape))
+        return lax.cond(ok, one, lambda: jnp.full_like(one(), _fill_value(data.dtype)))
     return _gather_op(data, index, axis, mode)
 
 
-def _filled(dtype: Any, shape: tuple[int, ...]) -> jax.Array:
-    """What ``lax.gather`` in FILL_OR_DROP mode reads at a bad index, as an array of ``shape``:
-    the fill value taken from such a gather (NaN, a dtype's extreme, True), not restated."""
-    dnums = lax.GatherDimensionNumbers(
-        offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,)
-    )
-    one = jnp.zeros((1,), dtype)
-    value = lax.gather(one, jnp.ones((1,), jnp.int32), dnums, (1,), mode=_MODES["fill_or_drop"])
-    return jnp.broadcast_to(value, shape)
+_FILLS: dict[Any, np.ndarray] = {}
+
+
+def _fill_value(dtype: Any) -> np.ndarray:
+    """What ``lax.gather`` in FILL_OR_DROP mode reads at a bad index (NaN, a dtype's extreme,
+    True): taken from such a gather, not restated, run once per dtype outside any trace (in
+    a traced program checkify would report that gather's index, and under ``vmap`` both
+    branches of the cond run)."""
+    value = _FILLS.get(dtype)
+    if value is None:
+        dnums = lax.GatherDimensionNumbers(
+            offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,)
+        )
+        with jax.ensure_compile_time_eval():
+            one = jnp.zeros((1,), dtype)
+            at = jnp.ones((1,), jnp.int32)
+            read = lax.gather(one, at, dnums, (1,), mode=_MODES["fill_or_drop"])
+            value = _FILLS[dtype] = np.asarray(read).reshape(())  # a 0-d host array
+    return value
 
 
 def _known(*counts: Any) -> bool:
