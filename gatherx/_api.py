@@ -75,10 +75,10 @@ def gather(
         (uint16/32/64), under ``torch.export`` or ``torch.func.vmap``.
     ValueError
         ``axis`` is out of range, ``data`` has rank 0, ``opset`` < 1, the result would have
-        more dimensions than a NumPy array (64) on a NumPy-based library, or torch indices are
-        on another device than the data; ``out`` has another shape or device than the result,
-        is read-only, shares memory with ``data`` or ``indices``, or its elements share memory
-        (a broadcast view).
+        more dimensions than a NumPy array (64) on a NumPy-based library, or torch, JAX or
+        array-API indices are on another device than the data; ``out`` has another shape or
+        device than the result, is read-only, shares memory with ``data`` or ``indices``, or
+        its elements share memory (a broadcast view).
 
     Examples
     --------

@@ -154,3 +154,29 @@ else:
         if -8 <= at < 8:
             want_grad[at] = 1.0
         np.testing.assert_array_equal(np.asarray(grad), want_grad)
+
+    def test_indices_committed_to_other_devices_than_the_data_are_refused_first():
+        """As torch's indices on another device: gatherx's ValueError naming both places,
+        before any value is read; an uncommitted index follows the data, as in JAX."""
+        one, two = DEVICES[0], DEVICES[1]
+        data = jax.device_put(DATA, two)
+        grad = jax.device_put(np.ones((2, 6), np.float32), two)
+        index = jax.device_put(np.array([0, 9], INT), one)  # out of range too: not read
+        with pytest.raises(ValueError, match=rf"^gather: indices are on device {one} but "
+                           rf"data is on device {two}; move the indices"):  # fmt: skip
+            gatherx.gather(data, index)
+        with pytest.raises(ValueError, match=rf"^gather_grad: indices are on device {one} "
+                           rf"but grad is on device {two}"):  # fmt: skip
+            gatherx.gather_grad((8, 6), index, grad)
+        mesh = _mesh(AxisType.Auto)
+        spread = jax.device_put(DATA, NamedSharding(mesh, P("x", "y")))
+        with pytest.raises(ValueError, match=r"^gather: indices are on device .* but data "
+                           r"is on device \[.*, .*, .*, .*\]"):  # fmt: skip
+            gatherx.gather(spread, index)
+        ok = jnp.asarray(np.array([0, -1], INT))  # uncommitted
+        for where in (data, spread):
+            out = gatherx.gather(where, ok)
+            np.testing.assert_array_equal(np.asarray(out), DATA[[0, -1]])
+        out = gatherx.gather(data, jax.device_put(np.array([2, -2], INT), two))
+        np.testing.assert_array_equal(np.asarray(out), DATA[[2, -2]])
+        assert out.devices() == {two}

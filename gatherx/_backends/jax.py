@@ -371,6 +371,24 @@ _GRAD = _rules.GRAD_OPSET
 _CHECKED_MODE = jax_gather_mode(indices_checked=True)
 #: Reading an index on the host is a copy on an accelerator, a view on the CPU.
 _CPU_ONLY = all(device.platform == "cpu" for device in jax.devices())
+#: With one device, every array is on it: no placement to compare.
+_ONE_DEVICE = len(jax.devices()) == 1
+
+
+def _placed_alike(x: Any, index: Any) -> bool:
+    """Whether JAX computes with ``x`` and ``index`` where they are: not both committed to
+    different sets of devices (tracers and NumPy arrays have no placement of their own)."""
+    if type(x) is not _CONCRETE or type(index) is not _CONCRETE:
+        return True
+    if not (x.committed and index.committed):  # an uncommitted array follows the other
+        return True
+    return bool(x.sharding.device_set == index.sharding.device_set)
+
+
+def _placement(x: Any) -> str:
+    """Where a concrete array lies, for an error: its device, or its sorted devices."""
+    names = sorted(map(str, x.sharding.device_set))
+    return names[0] if len(names) == 1 else f"[{', '.join(names)}]"
 
 
 def _eager_host(
@@ -394,6 +412,7 @@ def _eager_host(
         and _rules.plain_call(axis, opset, rank)
         and x.dtype in dtypes[opset >= _rules.BFLOAT16_SINCE]
         and indices.dtype in _FAST_INDEX_DTYPES
+        and (_ONE_DEVICE or _placed_alike(x, indices))
     ):
         return np.asarray(indices)
     return None
@@ -495,6 +514,10 @@ class JaxBackend(Backend):
 
     def adopt(self, x: Any, fn: str, role: str) -> Any:
         return jnp.asarray(_held(x, fn, role)) if isinstance(x, np.ndarray) else x
+
+    def check_index(self, index: Any, like: Any, fn: str) -> None:
+        if not _placed_alike(like, index):
+            raise _errors.device_mismatch(fn, _placement(index), _placement(like))
 
     def from_host(self, host: np.ndarray, like: Any) -> Any:
         # Kept on the host: the jitted kernels take NumPy arguments and place them with the
