@@ -93,13 +93,16 @@ class Gather(torch.nn.Module):
         self.opset = check_opset(opset, "Gather")
         self.sparse_grad = check_flag(sparse_grad, "sparse_grad", "Gather")
         fixed = indices
-        self._host: np.ndarray | None = None
+        # the given values, kept on the CPU as a plain tensor: not a buffer (.to() leaves
+        # it), and what torch.load(weights_only=True) reads in a saved module
+        self._host: torch.Tensor | None = None
         if indices is not None and not isinstance(indices, torch.Tensor):
             # gather's own parsing: ints only, [] is an empty int64 list, not float
-            self._host = np.array(host_indices(indices, "Gather"))
+            self._host = torch.from_numpy(np.array(host_indices(indices, "Gather")))
             # on PyTorch's default device, as the parameters and buffers of torch's modules
-            # (a torch.device context, torch.set_default_device)
-            fixed = torch.tensor(self._host)  # a copy: the buffer may be written in place
+            # (a torch.device context, torch.set_default_device); a copy: the buffer may be
+            # written in place
+            fixed = self._host.to(torch.get_default_device(), copy=True)
         self.register_buffer("indices", fixed)
 
     def reset_parameters(self) -> None:
@@ -111,7 +114,7 @@ class Gather(torch.nn.Module):
         """
         if self._host is not None and self.indices is not None:
             with torch.no_grad():
-                self.indices.copy_(torch.from_numpy(self._host))
+                self.indices.copy_(self._host)
 
     def forward(self, data: torch.Tensor, indices: Any = None) -> torch.Tensor:
         """Gather ``data`` at ``indices`` (or at the fixed indices) along ``self.axis``."""

@@ -424,3 +424,27 @@ def test_shapes_only_tensors_run_forward_backward_and_gather_grad(mode, dtype, r
         assert (summed.shape, summed.dtype) == ((rows, 128), dtype)
         with pytest.raises(TypeError, match="the indices' values cannot be read"):
             gatherx.gather(table.detach(), index, out=grad.new_empty(*shape, 128))
+
+
+@pytest.mark.parametrize("indices", [[1, 0], 1, [[2, -1]], None], ids=str)
+def test_a_saved_gather_layer_loads_with_weights_only(tmp_path, indices):
+    """torch.load(weights_only=True) of a whole module: with Gather allowlisted, as for
+    torch's own modules, it loads (the fixed ints are held in a tensor, not a NumPy array)."""
+    import collections
+
+    from gatherx.torch import Gather
+
+    layer = Gather(axis=1, indices=indices)
+    path = tmp_path / "layer.pt"
+    torch.save(layer, path)
+    with torch.serialization.safe_globals([Gather, collections.OrderedDict, set]):
+        loaded = torch.load(path, weights_only=True)
+    data = torch.arange(6.0).reshape(2, 3)
+    ids = torch.tensor([2, 0]) if indices is None else None
+    expected = layer(data) if ids is None else layer(data, ids)
+    got = loaded(data) if ids is None else loaded(data, ids)
+    torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    if loaded.indices is not None:
+        loaded.indices.zero_()  # written in place, then restored
+    loaded.reset_parameters()
+    torch.testing.assert_close(loaded(data) if ids is None else loaded(data, ids), expected)
