@@ -321,3 +321,31 @@ def test_index_changed_in_place_before_backward_raises_as_native(
         changed(native)
     with _policy.force(policy), pytest.raises(RuntimeError, match="modified by an inplace"):
         changed(lambda d, i: gatherx.gather(d, i, axis=axis))
+
+
+@pytest.mark.parametrize("policy", [None, "device"], ids=["exact", "device-policy"])
+@pytest.mark.parametrize("indices", [[3, 1, 4], [3, -1, 4], [[0, 2]], 2], ids=str)
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_numpy_index_written_after_the_forward_leaves_the_gradient(indices, dtype, policy):
+    """A NumPy index is the caller's memory, and a NumPy write bumps no tensor version: the
+    backward keeps its own copy, so the gradient is that of the values the forward read."""
+    from gatherx import _policy
+
+    index = np.array(indices, dtype=dtype)
+    seed = np.arange(10.0).reshape(5, 2)  # the gradient of gather_grad's grad: gathered
+    expected = np.zeros((5, 2))
+    np.add.at(expected, index, 1.0)
+    shape = (*index.shape, 2)
+    with _policy.force(policy):
+        written = index.copy()
+        leaf = torch.ones(5, 2, dtype=torch.float64, requires_grad=True)
+        out = gatherx.gather(leaf, written)
+        written[...] = 0
+        (got,) = torch.autograd.grad(out.sum(), leaf)
+        np.testing.assert_array_equal(got.numpy(), expected)
+        written = index.copy()
+        grad = torch.ones(shape, dtype=torch.float64, requires_grad=True)
+        summed = gatherx.gather_grad((5, 2), written, grad)
+        written[...] = 0
+        (back,) = torch.autograd.grad(summed, grad, torch.from_numpy(seed))
+        np.testing.assert_array_equal(back.numpy(), np.take(seed, index, axis=0))

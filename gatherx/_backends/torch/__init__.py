@@ -162,7 +162,9 @@ class TorchBackend(Backend):
         if subclasses.is_dtensor(like):
             return subclasses.replicated(torch.as_tensor(host, device=device), like)
         if device.type == "cpu" and plain_eager():
-            return torch.from_numpy(host)  # as_tensor's own steps cost twice as much
+            # as_tensor's own steps cost twice as much; a copy where autograd may save the
+            # index (a write into the caller's NumPy array bumps no version to catch)
+            return torch.from_numpy(host.copy() if like.requires_grad else host)
         if device.type != "cuda" or compiling() or tracing():
             return torch.as_tensor(host, device=device)
         # From pageable memory the copy waits for the host; from a pinned copy of our own it

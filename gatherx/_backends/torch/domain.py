@@ -79,8 +79,8 @@ def host_tensor(indices: Any, data: Any) -> torch.Tensor | None:
     """Host indices of plain CPU ``data`` in plain eager code as the CPU tensor the eager
     path reads (the flow reads both alike, by the same rules): a Python int within int64, a
     flat list or tuple of at most ``SMALL_HOST_INDEX`` of them, or a writeable C-contiguous
-    NumPy int32/int64 array (shared, not copied); None for anything else, which the flow
-    reads."""
+    NumPy int32/int64 array (shared, but for ``data`` that requires grad); None for anything
+    else, which the flow reads."""
     kind = type(indices)
     if kind is np.ndarray:
         flags = indices.flags
@@ -97,7 +97,8 @@ def host_tensor(indices: Any, data: Any) -> torch.Tensor | None:
     if type(data) not in PLAIN_TYPES or not data.is_cpu or not plain_eager():
         return None
     if kind is np.ndarray:
-        return torch.from_numpy(indices)
+        # shared, but copied where autograd may save it: a NumPy write bumps no version
+        return torch.from_numpy(indices.copy() if data.requires_grad else indices)
     return torch.from_numpy(np.array(indices, np.int64))  # a third of torch.tensor's time
 
 
