@@ -180,3 +180,19 @@ else:
         out = gatherx.gather(data, jax.device_put(np.array([2, -2], INT), two))
         np.testing.assert_array_equal(np.asarray(out), DATA[[2, -2]])
         assert out.devices() == {two}
+
+    def test_an_empty_index_leaves_the_result_where_the_data_is():
+        """jit makes a result that reads nothing on the default device: the empty gather and
+        scatter-add are placed as any other result of committed data or grad."""
+        two = DEVICES[1]
+        data = jax.device_put(DATA, two)
+        grad = jax.device_put(np.ones((0, 6), np.float32), two)
+        for empty in (np.zeros(0, INT), jax.device_put(np.zeros(0, INT), two), []):
+            out = gatherx.gather(data, empty)
+            assert (out.shape, out.devices(), out.committed) == ((0, 6), {two}, True)
+            summed = gatherx.gather_grad((8, 6), empty, grad)
+            assert (summed.devices(), summed.committed) == ({two}, True)
+            np.testing.assert_array_equal(np.asarray(summed), np.zeros((8, 6)))
+        mesh = _mesh(AxisType.Auto)
+        spread = jax.device_put(DATA, NamedSharding(mesh, P("x", "y")))
+        assert gatherx.gather(spread, []).sharding.device_set == set(DEVICES)

@@ -355,6 +355,23 @@ _zeros = jax.jit(jnp.zeros, static_argnames=("shape", "dtype"))
 _empty_take = jax.jit(jnp.zeros_like, static_argnames=("shape",))
 
 
+_REPLICATED = jax.sharding.PartitionSpec()
+
+
+def _placed(out: jax.Array, like: Any) -> jax.Array:
+    """An empty result ``out``, which ``jax.jit`` makes on the default device (it reads no
+    input), where ``like`` (data or grad) is committed, as every other result is: its device,
+    or replicated over its mesh."""
+    if type(like) is not _CONCRETE or not like.committed:
+        return out
+    sharding = like.sharding
+    if len(sharding.device_set) == 1:
+        return jax.device_put(out, sharding)
+    if isinstance(sharding, jax.sharding.NamedSharding):
+        return jax.device_put(out, jax.sharding.NamedSharding(sharding.mesh, _REPLICATED))
+    return out
+
+
 def _fast_dtypes(names: frozenset[str]) -> frozenset[np.dtype]:
     return frozenset(np.dtype(jnp.dtype(name)) for name in names - {"string"})
 
@@ -481,7 +498,8 @@ class JaxBackend(Backend):
             if host is not None:
                 axis %= len(shape)
                 if not host.size:  # nothing to check or read
-                    return _empty_take(data, shape=_rules.output_shape(shape, host.shape, axis))
+                    out = _empty_take(data, shape=_rules.output_shape(shape, host.shape, axis))
+                    return _placed(out, data)
                 if not _rules.out_of_range(*_rules.host_extremes(host), shape[axis], opset):
                     return _gather(data, indices, axis=axis, bounds=None, mode=_CHECKED_MODE)
         return super().gather(data, indices, axis, opset)
@@ -496,7 +514,7 @@ class JaxBackend(Backend):
                 axis %= len(shape)
                 if grad.shape == _rules.output_shape(shape, host.shape, axis):
                     if not host.size:  # nothing to check or add
-                        return _zeros(shape, grad.dtype)
+                        return _placed(_zeros(shape, grad.dtype), grad)
                     if not _rules.out_of_range(*_rules.host_extremes(host), shape[axis], _GRAD):
                         return _gather_grad(shape, indices, grad, axis=axis, bounds=None)
         return super().gather_grad(shape, indices, grad, axis, sparse)
@@ -543,14 +561,15 @@ class JaxBackend(Backend):
             mode = jax_gather_mode(indices_checked=False)
             return _gather(data, index.values, axis=axis, bounds=index.bounds, mode=mode)
         if index.size == 0:  # nothing to read (and checkify cannot check an empty gather)
-            return _empty_take(data, shape=_rules.output_shape(data.shape, index.shape, axis))
+            out = _empty_take(data, shape=_rules.output_shape(data.shape, index.shape, axis))
+            return _placed(out, data)
         return _gather(data, index, axis=axis, bounds=None, mode=_CHECKED_MODE)
 
     def scatter_add(self, shape: tuple[int, ...], index: Any, grad: Any, axis: int) -> Any:
         if isinstance(index, _Traced):
             return _gather_grad(shape, index.values, grad, axis=axis, bounds=index.bounds)
         if index.size == 0:
-            return _zeros(shape, grad.dtype)
+            return _placed(_zeros(shape, grad.dtype), grad)
         return _gather_grad(shape, index, grad, axis=axis, bounds=None)
 
 
