@@ -867,3 +867,22 @@ def test_weak_type_kept_as_jnp_take_keeps_it(count):
             assert (got + jnp.float16(1)).dtype == (expected + jnp.float16(1)).dtype
     # gather_grad's result is a new array of the grad's dtype, strongly typed at any count
     assert not gatherx.gather_grad((4,), host, jnp.broadcast_to(1.5, (count,))).weak_type
+
+
+def test_a_traced_scalar_index_first_traced_under_a_transfer_guard():
+    """The fill of a traced scalar index is gatherx's own constant: its first trace in a
+    process, under jax.transfer_guard("disallow"), runs as jnp.take does (and as later ones)."""
+    code = """
+import jax, jax.numpy as jnp, numpy as np, gatherx
+data, inside, outside = jnp.arange(12.0).reshape(4, 3), jnp.int32(2), jnp.int32(7)
+for dtype in ("float16", "int8", "bool"):
+    d = data.astype(dtype)
+    fn = jax.jit(lambda d, i: gatherx.gather(d, i))
+    with jax.transfer_guard("disallow"):
+        got, bad = fn(d, inside), fn(d, outside)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(d)[2])
+    want = np.asarray(jax.jit(lambda d, i: jnp.take(d, i, axis=0, mode="fill"))(d, outside))
+    np.testing.assert_array_equal(np.asarray(bad), want)
+print("ok")
+"""
+    assert run_python(code).stdout.strip() == "ok"

@@ -193,6 +193,25 @@ else:
             summed = gatherx.gather_grad((8, 6), empty, grad)
             assert (summed.devices(), summed.committed) == ({two}, True)
             np.testing.assert_array_equal(np.asarray(summed), np.zeros((8, 6)))
-        mesh = _mesh(AxisType.Auto)
-        spread = jax.device_put(DATA, NamedSharding(mesh, P("x", "y")))
-        assert gatherx.gather(spread, []).sharding.device_set == set(DEVICES)
+        # on a mesh, laid out as a non-empty index's result: the sharding rules above
+        for mesh_type in (AxisType.Auto, AxisType.Explicit):
+            mesh = _mesh(mesh_type)
+            for spec in (P("x", "y"), P(None, "y"), P("y", None)):
+                spread = jax.device_put(DATA, NamedSharding(mesh, spec))
+                some = gatherx.gather(spread, np.zeros((1, 2), INT))
+                none = gatherx.gather(spread, np.zeros((0, 2), INT))
+                assert none.shape == (0, 2, 6)
+                assert _padded(none.sharding.spec, 3) == _padded(some.sharding.spec, 3)
+                grads = [jax.device_put(np.ones((n, 2, 6), np.float32),
+                                        NamedSharding(mesh, P(None, *spec[1:], None)))
+                         for n in (1, 0)]  # fmt: skip
+                sums = [gatherx.gather_grad((8, 6), np.zeros((n, 2), INT), g)
+                        for n, g in zip((1, 0), grads, strict=True)]  # fmt: skip
+                assert _padded(sums[1].sharding.spec, 2) == _padded(sums[0].sharding.spec, 2)
+                np.testing.assert_array_equal(np.asarray(sums[1]), np.zeros((8, 6)))
+        # a one-device mesh whose grad spec names more dimensions than the result has
+        single = jax.make_mesh((1,), ("y",), devices=DEVICES[:1])
+        for spec in (P(None, None, "y"), P(None, "y", None)):
+            grad = jax.device_put(np.ones((0, 2, 6), np.float32), NamedSharding(single, spec))
+            summed = gatherx.gather_grad((8, 6), np.zeros((0, 2), INT), grad)
+            np.testing.assert_array_equal(np.asarray(summed), np.zeros((8, 6)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 # indices or both). A custom rule would only add a layer to get wrong. The one primitive of
 # our own, _given_p, is an identity on the index that exists for checkify alone (below).
 import math
+from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -96,7 +97,8 @@ def _fill_value(dtype: Any) -> np.ndarray:
         dnums = lax.GatherDimensionNumbers(
             offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,)
         )
-        with jax.ensure_compile_time_eval():
+        # (a constant of gatherx's own: allowed under a caller's transfer guard)
+        with jax.ensure_compile_time_eval(), jax.transfer_guard("allow"):
             one = jnp.zeros((1,), dtype)
             at = jnp.ones((1,), jnp.int32)
             read = lax.gather(one, at, dnums, (1,), mode=_MODES["fill_or_drop"])
@@ -355,21 +357,33 @@ _zeros = jax.jit(jnp.zeros, static_argnames=("shape", "dtype"))
 _empty_take = jax.jit(jnp.zeros_like, static_argnames=("shape",))
 
 
-_REPLICATED = jax.sharding.PartitionSpec()
-
-
-def _placed(out: jax.Array, like: Any) -> jax.Array:
+def _placed(out: jax.Array, like: Any, spec: Callable[[tuple[Any, ...]], Any]) -> jax.Array:
     """An empty result ``out``, which ``jax.jit`` makes on the default device (it reads no
-    input), where ``like`` (data or grad) is committed, as every other result is: its device,
-    or replicated over its mesh."""
+    input), placed as the result of committed ``like`` (data or grad) would be: on its device,
+    or on its mesh with ``spec`` of ``like``'s partition spec (the sharding rules)."""
     if type(like) is not _CONCRETE or not like.committed:
         return out
     sharding = like.sharding
-    if len(sharding.device_set) == 1:
-        return jax.device_put(out, sharding)
     if isinstance(sharding, jax.sharding.NamedSharding):
-        return jax.device_put(out, jax.sharding.NamedSharding(sharding.mesh, _REPLICATED))
+        given = tuple(sharding.spec)  # (the array's own: Auto meshes keep none in its type)
+        given += (None,) * (like.ndim - len(given))
+        return jax.device_put(out, jax.sharding.NamedSharding(sharding.mesh, spec(given)))
+    if len(sharding.device_set) == 1:
+        return jax.device_put(out, next(iter(sharding.device_set)))
     return out
+
+
+def _empty_gather(data: Any, index_shape: tuple[int, ...], axis: int) -> jax.Array:
+    """The gather of ``data`` at an empty index: zeros laid out as any of its gathers."""
+    out = _empty_take(data, shape=_rules.output_shape(data.shape, index_shape, axis))
+    index_spec = (None,) * len(index_shape)  # an empty index: nothing to shard
+    return _placed(out, data, lambda s: _jax_sharding.gather_spec(s, index_spec, axis))
+
+
+def _empty_scatter(shape: tuple[int, ...], index_ndim: int, grad: Any, axis: int) -> jax.Array:
+    """The scatter-add of ``grad`` at an empty index: zeros laid out as any of its sums."""
+    spec = lambda s: _jax_sharding.scatter_spec(s, index_ndim, axis)  # noqa: E731
+    return _placed(_zeros(shape, grad.dtype), grad, spec)
 
 
 def _fast_dtypes(names: frozenset[str]) -> frozenset[np.dtype]:
@@ -498,8 +512,7 @@ class JaxBackend(Backend):
             if host is not None:
                 axis %= len(shape)
                 if not host.size:  # nothing to check or read
-                    out = _empty_take(data, shape=_rules.output_shape(shape, host.shape, axis))
-                    return _placed(out, data)
+                    return _empty_gather(data, host.shape, axis)
                 if not _rules.out_of_range(*_rules.host_extremes(host), shape[axis], opset):
                     return _gather(data, indices, axis=axis, bounds=None, mode=_CHECKED_MODE)
         return super().gather(data, indices, axis, opset)
@@ -514,7 +527,7 @@ class JaxBackend(Backend):
                 axis %= len(shape)
                 if grad.shape == _rules.output_shape(shape, host.shape, axis):
                     if not host.size:  # nothing to check or add
-                        return _placed(_zeros(shape, grad.dtype), grad)
+                        return _empty_scatter(shape, host.ndim, grad, axis)
                     if not _rules.out_of_range(*_rules.host_extremes(host), shape[axis], _GRAD):
                         return _gather_grad(shape, indices, grad, axis=axis, bounds=None)
         return super().gather_grad(shape, indices, grad, axis, sparse)
@@ -561,15 +574,14 @@ class JaxBackend(Backend):
             mode = jax_gather_mode(indices_checked=False)
             return _gather(data, index.values, axis=axis, bounds=index.bounds, mode=mode)
         if index.size == 0:  # nothing to read (and checkify cannot check an empty gather)
-            out = _empty_take(data, shape=_rules.output_shape(data.shape, index.shape, axis))
-            return _placed(out, data)
+            return _empty_gather(data, tuple(index.shape), axis)
         return _gather(data, index, axis=axis, bounds=None, mode=_CHECKED_MODE)
 
     def scatter_add(self, shape: tuple[int, ...], index: Any, grad: Any, axis: int) -> Any:
         if isinstance(index, _Traced):
             return _gather_grad(shape, index.values, grad, axis=axis, bounds=index.bounds)
         if index.size == 0:
-            return _placed(_zeros(shape, grad.dtype), grad)
+            return _empty_scatter(shape, index.ndim, grad, axis)
         return _gather_grad(shape, index, grad, axis=axis, bounds=None)
 
 

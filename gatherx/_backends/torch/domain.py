@@ -88,9 +88,14 @@ def host_tensor(indices: Any, data: Any) -> torch.Tensor | None:
             flags.writeable and flags.c_contiguous
         ):
             return None
-    elif kind is int or kind is list or kind is tuple:
-        shape = plain_ints_shape(indices)
-        if shape is None or len(shape) > 1 or (shape and shape[0] > _rules.SMALL_HOST_INDEX):
+    elif kind is int:
+        if plain_ints_shape(indices) is None:  # beyond int64
+            return None
+    elif kind is list or kind is tuple:
+        # (the count and the first value before any scan: long or nested lists go as they came)
+        if len(indices) > _rules.SMALL_HOST_INDEX or (indices and type(indices[0]) is not int):
+            return None
+        if plain_ints_shape(indices) is None:
             return None
     else:
         return None
