@@ -324,3 +324,18 @@ def test_python_int_indices_compile_in_one_graph(compiler, dynamic):
     )
     loss(data).backward()
     np.testing.assert_array_equal(data.grad.numpy(), np.tile([0.0, 1.0, 1.0], (5, 1)))
+
+
+@pytest.mark.parametrize(
+    "values", [7, -(2**63), [9], [[-9]], (5,), [1, 2], [[1], [2]], []], ids=str
+)
+def test_constant_index_holds_python_ints_as_torch_tensor_does(values):
+    """The tensor a compiled call makes of Python ints, run eagerly (coverage cannot see
+    Dynamo's trace): torch.tensor's values, shape and dtype, one value by torch.full."""
+    from gatherx._backends.torch.kernels import constant_index
+    from gatherx._indices import plain_ints_shape
+
+    got = constant_index(values, plain_ints_shape(values), torch.device("cpu"))
+    want = torch.tensor(values, dtype=torch.int64)
+    assert (got.shape, got.dtype) == (want.shape, want.dtype)
+    assert torch.equal(got, want)
