@@ -368,8 +368,9 @@ def _placed(out: jax.Array, like: Any, spec: Callable[[tuple[Any, ...]], Any]) -
         given = tuple(sharding.spec)  # (the array's own: Auto meshes keep none in its type)
         given += (None,) * (like.ndim - len(given))
         return jax.device_put(out, jax.sharding.NamedSharding(sharding.mesh, spec(given)))
-    # (JAX's public shardings are Named and SingleDevice ones: this is its one device)
-    return jax.device_put(out, next(iter(sharding.device_set)))
+    if len(sharding.device_set) == 1:
+        return jax.device_put(out, next(iter(sharding.device_set)))
+    return out  # (older JAX's pmap shardings: left where JAX makes it, as jnp.take does)
 
 
 def _empty_gather(data: Any, index_shape: tuple[int, ...], axis: int) -> jax.Array:
