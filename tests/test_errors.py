@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from support import Backend, assert_same, from_numpy, to_numpy
@@ -35,6 +37,27 @@ def test_out_of_bounds(backend, xp, indices, axis, opset, pattern, kind):
     with pytest.raises(IndexError, match=pattern):
         gatherx.gather(data, idx, axis=axis, opset=opset)
     np.testing.assert_array_equal(to_numpy(data), DATA)
+
+
+def _warn_here() -> None:
+    warnings.warn("shown once", UserWarning, stacklevel=1)  # one source line: one registry key
+
+
+def test_a_caught_index_error_leaves_the_warning_filters_alone(backend, xp):
+    # A training loop that skips bad batches must not repeat the warnings shown once, nor
+    # drop the filters other threads set while gatherx formats its error.
+    data, bad = data_for(backend), from_numpy(backend, np.array([0, 9]))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("default")
+        filters = list(warnings.filters)
+        for _ in range(3):
+            _warn_here()
+            with pytest.raises(IndexError, match="idx=9"):
+                gatherx.gather(data, bad)
+            with pytest.raises(IndexError, match="idx=9"):
+                gatherx.gather_grad((5, 4), bad, from_numpy(backend, np.ones((2, 4), np.float32)))
+        assert warnings.filters == filters
+    assert [str(w.message) for w in seen] == ["shown once"]
 
 
 def test_out_of_bounds_on_empty_axis(backend, xp):

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import operator
-import warnings
 from typing import Any
 
 import numpy as np
@@ -199,17 +198,16 @@ class Backend:
         """A native index whose extremes were read: the IndexError, or the index wrapped
         (as it is, with ``wrap`` false)."""
         if _rules.out_of_range(low, high, size, opset):
-            with warnings.catch_warnings():
-                # A tracer (torch.jit.trace, the TorchScript ONNX exporter) gives sizes as
-                # 0-d tensors and warns where they are read: the call fails here anyway.
-                warnings.simplefilter("ignore")
-                size = size if isinstance(size, int) else operator.index(size)
-                values = self.to_host(index)
-                found = _rules.first_bad(values, size, opset)
-                assert found is not None
-                value, position = found
-                # Values holding more than this index (a vmap batch) have no position in it.
-                where = position if tuple(values.shape) == tuple(index.shape) else None
+            # (no warnings.catch_warnings() around these reads, though a tracer warns of them:
+            # it swaps the process's filters, which other threads share, and resets the
+            # warnings shown once; a tracer has warned of the reads before this one anyway)
+            size = size if isinstance(size, int) else operator.index(size)  # a tracer's 0-d
+            values = self.to_host(index)
+            found = _rules.first_bad(values, size, opset)
+            assert found is not None
+            value, position = found
+            # Values holding more than this index (a vmap batch) have no position in it.
+            where = position if tuple(values.shape) == tuple(index.shape) else None
             raise _errors.out_of_bounds(fn, value, where, size, axis, opset)
         return self.wrap(index, size, low, opset) if wrap else index
 
