@@ -156,7 +156,8 @@ class TorchBackend(Backend):
 
     def from_host(self, host: np.ndarray, like: Any) -> Any:
         flags = host.flags
-        if not (flags.writeable and flags.c_contiguous):
+        owned = not (flags.writeable and flags.c_contiguous)
+        if owned:
             host = np.array(host)  # torch refuses negative strides and warns on read-only memory
         device = like.device
         if subclasses.is_dtensor(like):
@@ -164,7 +165,7 @@ class TorchBackend(Backend):
         if device.type == "cpu" and plain_eager():
             # as_tensor's own steps cost twice as much; a copy where autograd may save the
             # index (a write into the caller's NumPy array bumps no version to catch)
-            return torch.from_numpy(host.copy() if like.requires_grad else host)
+            return torch.from_numpy(host.copy() if like.requires_grad and not owned else host)
         if device.type != "cuda" or compiling() or tracing():
             return torch.as_tensor(host, device=device)
         # From pageable memory the copy waits for the host; from a pinned copy of our own it
