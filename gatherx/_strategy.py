@@ -397,9 +397,11 @@ def torch_forward_plan(
     axis: int = 0,
     n_index: int = 0,
     device_type: str = "cpu",
+    int64: bool = False,
 ) -> str:
     """How the PyTorch forward reads data of ``data_elements`` (of ``shape``) into
-    ``out_elements``, gathered on dim ``axis`` at ``n_index`` indices.
+    ``out_elements``, gathered on dim ``axis`` at ``n_index`` indices (``int64``: of that
+    dtype).
 
     - ``index_select``: ``torch.index_select`` on the data as given: contiguous data; on the
       CPU, non-contiguous data gathered on dim 2 or later into an output smaller than the
@@ -413,6 +415,11 @@ def torch_forward_plan(
     - ``indexing``: ``data[..., index, ...]``, which reads other non-contiguous data where it
       lies: an output smaller than the data costs what the output costs, where
       index_select's copy of the whole data cost 10-500x more (docs/performance_details.md).
+    - ``take``: ``torch.take`` at the index as given (negative positions included), on 1-D
+      data on the CPU at an int64 index (the only dtype it reads) into an output smaller
+      than the data: one offset per element where advanced indexing builds its iterator,
+      0.56-1.01x the whole kernel's time of advanced indexing (median 0.65; 35 such cases of
+      two sweep seeds; docs/performance_details.md).
     - ``contiguous``: ``index_select`` on a contiguous copy of the data, made explicitly: an
       output at least the data's size pays the copy back, and ATen's own strided loops were
       up to 17x slower than copy and select.
@@ -421,12 +428,13 @@ def torch_forward_plan(
         return "index_select"
     if out_elements >= data_elements:
         return "contiguous"
-    if (
-        axis >= 2
-        and device_type == "cpu"
-        and (n_index <= TORCH_STRIDED_SELECT_MAX_INDICES or math.prod(shape[axis + 1 :]) > 1)
-    ):
-        return "index_select"
+    if device_type == "cpu":
+        if len(shape) == 1 and int64:
+            return "take"
+        if axis >= 2 and (
+            n_index <= TORCH_STRIDED_SELECT_MAX_INDICES or math.prod(shape[axis + 1 :]) > 1
+        ):
+            return "index_select"
     return "indexing"
 
 
@@ -439,16 +447,16 @@ def torch_out_plan(
     contiguous_out: bool, forward: str, axis: int, n_index: int, post: int, whole: bool = True
 ) -> str:
     """How ``out=`` writes a PyTorch gather at ``n_index`` indices whose forward reads the
-    data by ``forward`` (a :func:`torch_layout_plan` name, or ``indexing`` for non-contiguous
-    data); ``post``: the elements of the data after ``axis``.
+    data by ``forward`` (a :func:`torch_layout_plan` name, or ``indexing`` or ``take`` for
+    non-contiguous data); ``post``: the elements of the data after ``axis``.
 
     - ``into``: the forward's kernel writes into a contiguous ``out`` viewed with the index
       as one dimension.
     - ``index_select``: ``index_select(out=)`` on non-contiguous data as given, where the
-      forward reads it by advanced indexing, which has no ``out=``: ATen's loops on dim 0
-      and on dims 2 and later read such data where it lies and write ``out`` directly,
-      where the forward's result would be copied in (on dim 1 ATen copies the whole data
-      first); on dim 0 for rows of more than one element at up to
+      forward reads it by advanced indexing, which has no ``out=``, or (1-D data) by
+      ``torch.take``: ATen's loops on dim 0 and on dims 2 and later read such data where it
+      lies and write ``out`` directly, where the forward's result would be copied in (on
+      dim 1 ATen copies the whole data first); on dim 0 for rows of more than one element at up to
       ``TORCH_OUT_IN_PLACE_MAX_INDICES`` (its strided copy per index costs more than
       advanced indexing's loop on many) (docs/performance_details.md).
     - ``copy``: the forward's result copied into ``out``.
@@ -460,7 +468,7 @@ def torch_out_plan(
         return "copy"
     if not whole:
         return "index_select"
-    if forward != "indexing":
+    if forward != "indexing" and forward != "take":  # (take: non-contiguous 1-D data)
         return "into"
     if axis >= 2 or (axis == 0 and (post == 1 or n_index <= TORCH_OUT_IN_PLACE_MAX_INDICES)):
         return "index_select"

@@ -176,9 +176,10 @@ def test_torch_out_layouts():
 @pytest.mark.parametrize("layout", ["contiguous", "strided_data", "strided_out"])
 def test_torch_out_of_one_dimensional_data(monkeypatch, index_shape, index_dtype, sign, layout):
     """1-D data into ``out`` on every layout: np.take's values; ``torch.take`` writes into
-    ``out`` itself at an int64 index holding a negative value, on contiguous data or a
-    contiguous copy of strided data (made where the output is no smaller than the data); the
-    forward too, and at an index of two dimensions whatever its sign."""
+    ``out`` itself at an int64 index holding a negative value, on contiguous data, strided
+    data as given or a contiguous copy of it (made where the output is no smaller than the
+    data); the forward too, and whatever the index's sign at two dimensions, or on strided
+    data as given."""
     torch = need("torch")
     rng = np.random.default_rng(5)
     host = rng.standard_normal(80)
@@ -200,12 +201,13 @@ def test_torch_out_of_one_dimensional_data(monkeypatch, index_shape, index_dtype
     assert gatherx.gather(data, torch.from_numpy(idx), out=out) is out
     np.testing.assert_array_equal(out.numpy(), want)
     copied = idx.size >= data.numel()
-    taken = (layout != "strided_data" or copied) and index_dtype == "int64" and sign == "both"
+    taken = index_dtype == "int64" and sign == "both"
     assert calls == ([out] if taken else [])
     calls.clear()  # the forward: torch.take also at an index of two dimensions of any sign
     got = gatherx.gather(data, torch.from_numpy(idx))
     np.testing.assert_array_equal(got.numpy(), want)
-    taken = taken or (layout != "strided_data" and index_dtype == "int64" and idx.ndim == 2)
+    as_given = layout == "strided_data" and not copied
+    taken = taken or (index_dtype == "int64" and (idx.ndim == 2 or as_given))
     assert calls == ([None] if taken else [])
 
 

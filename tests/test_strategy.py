@@ -946,6 +946,17 @@ def test_torch_forward_plan_strided_columns(shape, axis, n_index, device, want):
 
 
 @pytest.mark.parametrize(
+    ("out", "device", "int64", "want"),
+    [(99, "cpu", True, "take"), (99, "cpu", False, "indexing"), (99, "other", True, "indexing"),
+     (100, "cpu", True, "contiguous")],
+)  # fmt: skip
+def test_torch_forward_plan_strided_1d(out, device, int64, want):
+    """Non-contiguous 1-D data into a smaller output on the CPU: torch.take at an int64
+    index (the only dtype it reads), advanced indexing at an int32 one."""
+    assert st.torch_forward_plan(False, 100, out, (100,), 0, 5, device, int64) == want
+
+
+@pytest.mark.parametrize(
     ("shape", "axis", "indices"),
     [((30, 50, 40), 2, [39, -40]), ((2, 3, 20, 70, 30), -1, [[-1, 2], [29, 0]]),
      ((40, 20, 9, 25), 3, [-3]), ((60, 40, 33), 2, [1, -2, 3, -4]),

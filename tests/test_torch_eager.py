@@ -277,6 +277,32 @@ def test_random_shapes_match_numpy_and_torch_autograd(seed):
         torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.int64, torch.bool])
+@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32])
+@pytest.mark.parametrize("indices", [-3, [], [4, -7, 0], [[6, -1], [-7, 2]], [[[1]], [[-2]]]])
+def test_strided_1d_data_matches_numpy_forward_backward_and_out(indices, index_dtype, dtype):
+    """Every other element of a 1-D tensor (read where it lies): np.take's values, into out=
+    too, and index_select's gradient at the indices made non-negative."""
+    base = torch.arange(14, dtype=torch.float64).to(dtype)
+    data, host = base[::2], np.asarray(indices, dtype=np.int64)
+    index = torch.from_numpy(host).to(index_dtype)
+    want = np.asarray(np.take(_host(data), host))
+    np.testing.assert_array_equal(_host(gatherx.gather(data, index)), want)
+    out = torch.empty(want.shape, dtype=dtype)
+    gatherx.gather(data, index, out=out)
+    np.testing.assert_array_equal(_host(out), want)
+    if dtype.is_floating_point:
+        leaf = torch.empty_strided((7,), (2,), dtype=dtype).copy_(data).requires_grad_()
+        ref = data.detach().clone().requires_grad_()
+        got = gatherx.gather(leaf, index)
+        seed = torch.ones_like(got)
+        (grad,) = torch.autograd.grad(got, leaf, seed)
+        flat = torch.from_numpy(np.asarray(host % 7)).reshape(-1)
+        (expected,) = torch.autograd.grad(torch.index_select(ref, 0, flat).reshape(got.shape),
+                                          ref, seed)  # fmt: skip
+        torch.testing.assert_close(grad, expected, rtol=0, atol=0)
+
+
 def _host_kinds() -> list[tuple[str, object]]:
     """Host indices of every form the eager path or the flow reads, values in [-4, 3]."""
     base = np.array([3, -4, 0, -1, 2])
