@@ -863,15 +863,18 @@ def jax_layout_plan(shape: tuple[int, ...], axis: int, n_index: int) -> str:
     return "as_is"
 
 
-def jax_index_plan(index_ndim: int) -> str:
+def jax_index_plan(index_ndim: int, checked: bool = True, held: bool = True) -> str:
     """``slice`` (``lax.dynamic_index_in_dim``) for a scalar index, else ``gather``.
 
     One slice needs no gather: under ``jit`` the slice ran at 1.01-1.02 of ``data[:, i]``
-    where the gather in fill mode took 1.16-1.26. It clamps a bad index, so an unchecked
-    index takes it behind a ``lax.cond`` on its validity, whose other branch is the filled
-    gather (docs/performance_details.md).
+    where the gather in fill mode took 1.16-1.26. It clamps a bad index, so an index not
+    ``checked`` takes it behind a ``lax.cond`` on its validity, whose other branch is the
+    gather's fill value as a constant of the data's dtype (docs/performance_details.md):
+    data of a dtype JAX does not ``held`` in its current mode (64-bit data made before
+    ``jax_enable_x64`` was turned off) has no such constant, and takes the gather, which
+    fills it.
     """
-    return "slice" if index_ndim == 0 else "gather"
+    return "slice" if index_ndim == 0 and (checked or held) else "gather"
 
 
 def jax_gather_mode(indices_checked: bool) -> str:

@@ -886,3 +886,66 @@ for dtype in ("float16", "int8", "bool"):
 print("ok")
 """
     assert run_python(code).stdout.strip() == "ok"
+
+
+@pytest.fixture
+def x64_restored():
+    """jax_enable_x64 as it was after the test, whatever the test sets."""
+    was = bool(jax.config.jax_enable_x64)
+    yield
+    jax.config.update("jax_enable_x64", was)
+
+
+@pytest.mark.parametrize("first", ["x64 off", "x64 on"])
+def test_traced_scalar_fill_of_64_bit_data_made_before_x64_was_turned_off(
+    monkeypatch, x64_restored, first
+):
+    """jnp.take's fill (NumPy's extremes, NaN) at a bad traced scalar index of int64,
+    uint64 and float64 data made with jax_enable_x64, read with it off and on again, the
+    first fill of the process read in either mode."""
+    from gatherx._backends import jax as jax_backend
+
+    monkeypatch.setattr(jax_backend, "_FILLS", {})  # no fill read before this test
+    jax.config.update("jax_enable_x64", True)
+    host = {np.int64: np.iinfo(np.int64).min, np.uint64: np.iinfo(np.uint64).max,
+            np.float64: np.nan}  # fmt: skip
+    data = {dt: jnp.asarray(np.arange(6, dtype=dt).reshape(3, 2)) for dt in host}
+    modes = [False, True] if first == "x64 off" else [True, False]
+    for x64 in modes:
+        jax.config.update("jax_enable_x64", x64)
+        for dt, fill in host.items():
+            got = jax.jit(gatherx.gather)(data[dt], jnp.array(7))
+            np.testing.assert_array_equal(np.asarray(got), np.full(2, fill, dt))
+            got = jax.jit(gatherx.gather)(data[dt], jnp.array(-1))
+            np.testing.assert_array_equal(np.asarray(got), [4, 5])
+
+
+def test_traced_scalar_index_under_debug_nans(monkeypatch):
+    """jax_debug_nans: an in-range traced scalar index reads its slice under jit, grad and
+    vmap (gatherx's own NaN fill constant is no caller's value), from a cold fill cache."""
+    from gatherx._backends import jax as jax_backend
+
+    monkeypatch.setattr(jax_backend, "_FILLS", {})
+    host = _rand((3, 2))
+    data = jnp.asarray(host)
+    with jax.debug_nans(True):
+        got = jax.jit(gatherx.gather)(data, jnp.array(1))
+        np.testing.assert_array_equal(np.asarray(got), host[1])
+        grad = jax.grad(lambda d, i: gatherx.gather(d, i).sum())(data, jnp.array(-1))
+        np.testing.assert_array_equal(np.asarray(grad), [[0, 0], [0, 0], [1, 1]])
+        batched = jax.vmap(gatherx.gather, in_axes=(None, 0))(data, jnp.array([0, 2, 1]))
+        np.testing.assert_array_equal(np.asarray(batched), host[[0, 2, 1]])
+
+
+def test_gather_grad_of_64_bit_grad_made_before_x64_was_turned_off(x64_restored):
+    """As jnp.zeros(shape).at[index].add(grad): the sum in the dtype JAX holds now."""
+    jax.config.update("jax_enable_x64", True)
+    host = np.arange(6.0).reshape(3, 2)
+    grad = jnp.asarray(host)
+    jax.config.update("jax_enable_x64", False)
+    for index in ([0, 2, 0], np.array([0, 2, 0]), jnp.array([0, 2, 0])):
+        got = gatherx.gather_grad((4, 2), index, grad)
+        want = np.zeros((4, 2))
+        np.add.at(want, [0, 2, 0], host)
+        assert got.dtype == np.float32  # (what jnp.zeros(shape).at[index].add(grad) gives)
+        np.testing.assert_array_equal(np.asarray(got), want)

@@ -410,3 +410,24 @@ def test_out_in_blocks_allocates_no_index_sized_array():
         tracemalloc.stop()
     assert peak <= 4 * nb._BLOCK_POSITIONS * 8 < idx.nbytes / 32
     np.testing.assert_array_equal(out, np.take(data, idx % 1000))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+@pytest.mark.parametrize("values", [(1e308, 1e308), (np.inf, -np.inf)], ids=["over", "invalid"])
+@pytest.mark.parametrize("n", [4, 5000])
+def test_grad_sums_report_to_numpy_error_state(n, values, dtype):
+    """Sums that overflow, or meet +inf and -inf, raise under np.errstate(all="raise") as
+    np.add.at's do, whichever plan sums them; ignored, they give np.add.at's values."""
+    if values[0] == 1e308:  # near the dtype's largest value
+        values = (float(np.finfo(dtype).max),) * 2
+    idx = np.zeros(n, np.int64)
+    grad = np.where(np.arange(n)[:, None] % 2 == 0, values[0], values[1]) * np.ones((1, 5))
+    grad = grad.astype(dtype)
+    with np.errstate(all="raise"), pytest.raises(FloatingPointError):
+        np.add.at(np.zeros((7, 5), dtype), idx, grad)
+    with np.errstate(all="raise"), pytest.raises(FloatingPointError):
+        gatherx.gather_grad((7, 5), idx, grad)
+    with np.errstate(all="ignore"):
+        want = np.zeros((7, 5), dtype)
+        np.add.at(want, idx, grad)
+        np.testing.assert_array_equal(gatherx.gather_grad((7, 5), idx, grad), want)

@@ -69,12 +69,14 @@ def _empty_axis(data: jax.Array, index: jax.Array, axis: int) -> tuple[jax.Array
 
 def _take(data: jax.Array, index: jax.Array, axis: int, mode: str) -> jax.Array:
     """``data`` gathered along ``axis`` by the formulation _strategy.jax_index_plan picks."""
-    if jax_index_plan(index.ndim) == "slice":
+    checked = mode == "promise_in_bounds"
+    held = data.dtype == jax.dtypes.canonicalize_dtype(data.dtype)
+    if jax_index_plan(index.ndim, checked, held) == "slice":
 
         def one() -> jax.Array:
             return lax.dynamic_index_in_dim(data, index, axis, keepdims=False)
 
-        if mode == "promise_in_bounds":
+        if checked:
             return one()
         # dynamic_index_in_dim clamps: a bad index reads the fill of a gather instead (a
         # constant: a gather in that branch would cost XLA the output's aliasing, 1.07-1.6x),
@@ -97,8 +99,14 @@ def _fill_value(dtype: Any) -> np.ndarray:
         dnums = lax.GatherDimensionNumbers(
             offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,)
         )
-        # (a constant of gatherx's own: allowed under a caller's transfer guard)
-        with jax.ensure_compile_time_eval(), jax.transfer_guard("allow"):
+        # (a constant of gatherx's own: allowed under a caller's transfer guard, and a NaN
+        # that is no caller's value under jax_debug_nans)
+        with (
+            jax.ensure_compile_time_eval(),
+            jax.debug_nans(False),
+            jax.debug_infs(False),
+            jax.transfer_guard("allow"),
+        ):
             one = jnp.zeros((1,), dtype)
             at = jnp.ones((1,), jnp.int32)
             read = lax.gather(one, at, dnums, (1,), mode=_MODES["fill_or_drop"])
@@ -333,7 +341,10 @@ def _add(index: jax.Array, grad: jax.Array, shape: tuple[int, ...], axis: int) -
         front = (shape[axis], *shape[:axis], *shape[axis + 1 :])
         return jnp.moveaxis(_add(index, moved, front, 0), 0, axis)
     _, dnums = _dnums(axis, index.ndim, len(shape))
-    zeros = jnp.zeros(shape, grad.dtype)
+    # in the dtype JAX holds now (float32 for a float64 grad made before jax_enable_x64 was
+    # turned off), as jnp.zeros(shape).at[index].add(grad) sums
+    zeros = jnp.zeros(shape, jax.dtypes.canonicalize_dtype(grad.dtype))
+    grad = grad.astype(zeros.dtype)
     return lax.scatter_add(zeros, index[..., None], grad, dnums, mode=_MODES["fill_or_drop"])
 
 

@@ -403,7 +403,12 @@ def grad_by_plan(
             share = 0.0 if repeats is None else repeats[0].size / n
             plan = numpy_grad_plan(pre, size, n, post, share, floating)
     if plan == "columns" and n and pre * post:
-        return _add_columns(shape, pre, size, post, flat, grad)
+        out = _add_columns(shape, pre, size, post, flat, grad)
+        if not np.isfinite(out).all():
+            # bincount reports no overflow or invalid sum to NumPy's error state: np.add.at
+            # adds again, in the gradient's dtype, and reports them as NumPy does
+            return grad_by_plan("add.at", shape, idx, grad, axis)
+        return out
     if kind in _rules.HALF_DTYPES:
         # Half precision would round every partial sum: add in float32, round once.
         if plan in ("rows", "elements") and n and pre * post:
