@@ -398,10 +398,11 @@ def torch_forward_plan(
     n_index: int = 0,
     device_type: str = "cpu",
     int64: bool = False,
+    plain: bool = True,
 ) -> str:
     """How the PyTorch forward reads data of ``data_elements`` (of ``shape``) into
     ``out_elements``, gathered on dim ``axis`` at ``n_index`` indices (``int64``: of that
-    dtype).
+    dtype; ``plain``: plain tensors in plain eager code).
 
     - ``index_select``: ``torch.index_select`` on the data as given: contiguous data; on the
       CPU, non-contiguous data gathered on dim 2 or later into an output smaller than the
@@ -417,7 +418,8 @@ def torch_forward_plan(
       index_select's copy of the whole data cost 10-500x more (docs/performance_details.md).
     - ``take``: ``torch.take`` at the index as given (negative positions included), on 1-D
       data on the CPU at an int64 index (the only dtype it reads) into an output smaller
-      than the data: one offset per element where advanced indexing builds its iterator,
+      than the data, in ``plain`` eager code (torch.func's vmap has no batching rule for
+      it): one offset per element where advanced indexing builds its iterator,
       0.56-1.01x the whole kernel's time of advanced indexing (median 0.65; 35 such cases of
       two sweep seeds; docs/performance_details.md).
     - ``contiguous``: ``index_select`` on a contiguous copy of the data, made explicitly: an
@@ -429,7 +431,7 @@ def torch_forward_plan(
     if out_elements >= data_elements:
         return "contiguous"
     if device_type == "cpu":
-        if len(shape) == 1 and int64:
+        if len(shape) == 1 and int64 and plain:
             return "take"
         if axis >= 2 and (
             n_index <= TORCH_STRIDED_SELECT_MAX_INDICES or math.prod(shape[axis + 1 :]) > 1

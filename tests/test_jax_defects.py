@@ -949,3 +949,6 @@ def test_gather_grad_of_64_bit_grad_made_before_x64_was_turned_off(x64_restored)
         np.add.at(want, [0, 2, 0], host)
         assert got.dtype == np.float32  # (what jnp.zeros(shape).at[index].add(grad) gives)
         np.testing.assert_array_equal(np.asarray(got), want)
+    got = gatherx.gather_grad((4, 2), [], grad[:0])  # an empty index: the zeros alike
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(got), np.zeros((4, 2)))

@@ -431,3 +431,16 @@ def test_grad_sums_report_to_numpy_error_state(n, values, dtype):
         want = np.zeros((7, 5), dtype)
         np.add.at(want, idx, grad)
         np.testing.assert_array_equal(gatherx.gather_grad((7, 5), idx, grad), want)
+
+
+def test_a_non_finite_slot_leaves_the_others_summed_in_float64():
+    """One NaN in a float32 gradient summed by np.bincount: its slot NaN, every other slot
+    the float64 sum rounded once, as without it (and nothing reported: NaN + x is quiet)."""
+    assert st.numpy_grad_plan(1, 7, 5000, 5, None, True) == "columns"
+    rng = np.random.default_rng(3)
+    idx = rng.integers(0, 7, 5000)
+    grad = rng.standard_normal((5000, 5)).astype(np.float32)
+    grad[17, 2] = np.nan
+    want = np.zeros((7, 5))
+    np.add.at(want, idx, grad.astype(np.float64))
+    np.testing.assert_array_equal(gatherx.gather_grad((7, 5), idx, grad), want.astype(np.float32))

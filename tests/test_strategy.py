@@ -954,6 +954,8 @@ def test_torch_forward_plan_strided_1d(out, device, int64, want):
     """Non-contiguous 1-D data into a smaller output on the CPU: torch.take at an int64
     index (the only dtype it reads), advanced indexing at an int32 one."""
     assert st.torch_forward_plan(False, 100, out, (100,), 0, 5, device, int64) == want
+    transformed = st.torch_forward_plan(False, 100, out, (100,), 0, 5, device, int64, False)
+    assert transformed == ("indexing" if want == "take" else want)  # (vmap has no take)
 
 
 @pytest.mark.parametrize(
@@ -1222,3 +1224,6 @@ def test_jax_modes():
     assert st.jax_gather_mode(indices_checked=False) == "fill_or_drop"
     assert st.jax_index_plan(0) == "slice"
     assert st.jax_index_plan(1) == st.jax_index_plan(3) == "gather"
+    # an unchecked scalar index of data whose dtype JAX does not hold now: the filled gather
+    assert st.jax_index_plan(0, True, False) == st.jax_index_plan(0, False, True) == "slice"
+    assert st.jax_index_plan(0, False, False) == "gather"

@@ -303,6 +303,34 @@ def test_strided_1d_data_matches_numpy_forward_backward_and_out(indices, index_d
         torch.testing.assert_close(grad, expected, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("opset", [1, 13])
+def test_strided_1d_data_into_strided_out_at_int32_indices(opset):
+    """The general path's int32 index (a read-only NumPy array, or opset 1) into a strided
+    out= from a strided vector: np.take's values."""
+    data = torch.arange(20.0)[::2]
+    host = np.array([1, 9, 0], dtype=np.int32)
+    host.flags.writeable = False
+    for index in (host, torch.from_numpy(host.copy())):
+        out = torch.zeros(3, 2)[:, 0]
+        gatherx.gather(data, index, opset=opset, out=out)
+        np.testing.assert_array_equal(out.numpy(), np.take(data.numpy(), host))
+
+
+def test_vmap_over_a_strided_vector_matches_index_select():
+    """torch.func.vmap over indices into a strided vector, and over strided rows: as
+    index_select under vmap, with no per-sample fallback (its warning is an error here)."""
+    from torch.func import vmap
+
+    data = torch.arange(20.0)[::2]
+    idx = torch.tensor([[1, -2], [0, 9], [-10, 3]])
+    got = vmap(lambda i: gatherx.gather(data, i))(idx)
+    want = vmap(lambda i: torch.index_select(data, 0, i % 10))(idx)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    rows = torch.arange(60.0).reshape(3, 20)[:, ::2]
+    got = vmap(lambda r: gatherx.gather(r, torch.tensor([4, -1])))(rows)
+    torch.testing.assert_close(got, rows[:, [4, 9]], rtol=0, atol=0)
+
+
 def _host_kinds() -> list[tuple[str, object]]:
     """Host indices of every form the eager path or the flow reads, values in [-4, 3]."""
     base = np.array([3, -4, 0, -1, 2])

@@ -70,7 +70,7 @@ def _empty_axis(data: jax.Array, index: jax.Array, axis: int) -> tuple[jax.Array
 def _take(data: jax.Array, index: jax.Array, axis: int, mode: str) -> jax.Array:
     """``data`` gathered along ``axis`` by the formulation _strategy.jax_index_plan picks."""
     checked = mode == "promise_in_bounds"
-    held = data.dtype == jax.dtypes.canonicalize_dtype(data.dtype)
+    held = data.dtype == _held_dtype(data.dtype)
     if jax_index_plan(index.ndim, checked, held) == "slice":
 
         def one() -> jax.Array:
@@ -84,6 +84,12 @@ def _take(data: jax.Array, index: jax.Array, axis: int, mode: str) -> jax.Array:
         ok = (index >= 0) & (index < data.shape[axis])
         return lax.cond(ok, one, lambda: jnp.full_like(one(), _fill_value(data.dtype)))
     return _gather_op(data, index, axis, mode)
+
+
+def _held_dtype(dtype: Any) -> Any:
+    """The dtype JAX holds ``dtype`` in now: 32-bit for a 64-bit array made before
+    ``jax_enable_x64`` was turned off (sums into zeros of it come out in that dtype)."""
+    return jax.dtypes.canonicalize_dtype(dtype)
 
 
 _FILLS: dict[Any, np.ndarray] = {}
@@ -341,9 +347,7 @@ def _add(index: jax.Array, grad: jax.Array, shape: tuple[int, ...], axis: int) -
         front = (shape[axis], *shape[:axis], *shape[axis + 1 :])
         return jnp.moveaxis(_add(index, moved, front, 0), 0, axis)
     _, dnums = _dnums(axis, index.ndim, len(shape))
-    # in the dtype JAX holds now (float32 for a float64 grad made before jax_enable_x64 was
-    # turned off), as jnp.zeros(shape).at[index].add(grad) sums
-    zeros = jnp.zeros(shape, jax.dtypes.canonicalize_dtype(grad.dtype))
+    zeros = jnp.zeros(shape, _held_dtype(grad.dtype))
     grad = grad.astype(zeros.dtype)
     return lax.scatter_add(zeros, index[..., None], grad, dnums, mode=_MODES["fill_or_drop"])
 
@@ -394,7 +398,7 @@ def _empty_gather(data: Any, index_shape: tuple[int, ...], axis: int) -> jax.Arr
 def _empty_scatter(shape: tuple[int, ...], index_ndim: int, grad: Any, axis: int) -> jax.Array:
     """The scatter-add of ``grad`` at an empty index: zeros laid out as any of its sums."""
     spec = lambda s: _jax_sharding.scatter_spec(s, index_ndim, axis)  # noqa: E731
-    return _placed(_zeros(shape, grad.dtype), grad, spec)
+    return _placed(_zeros(shape, _held_dtype(grad.dtype)), grad, spec)
 
 
 def _fast_dtypes(names: frozenset[str]) -> frozenset[np.dtype]:
@@ -467,7 +471,7 @@ def _held(host: np.ndarray, fn: str, role: str) -> np.ndarray:
     if host.dtype.kind in "USOT":
         why, advice = "JAX arrays hold no strings", "pass NumPy indices to gather it with NumPy"
         raise _errors.library_lacks_dtype(fn, role, "jax", "string", why, advice)
-    held = jax.dtypes.canonicalize_dtype(host.dtype)
+    held = _held_dtype(host.dtype)
     if held != host.dtype and host.dtype.kind in "iu" and host.size:
         low, high = np.iinfo(held).min, np.iinfo(held).max
         if host.min() < low or host.max() > high:  # (the extremes first: no masks to make)

@@ -403,12 +403,7 @@ def grad_by_plan(
             share = 0.0 if repeats is None else repeats[0].size / n
             plan = numpy_grad_plan(pre, size, n, post, share, floating)
     if plan == "columns" and n and pre * post:
-        out = _add_columns(shape, pre, size, post, flat, grad)
-        if not np.isfinite(out).all():
-            # bincount reports no overflow or invalid sum to NumPy's error state: np.add.at
-            # adds again, in the gradient's dtype, and reports them as NumPy does
-            return grad_by_plan("add.at", shape, idx, grad, axis)
-        return out
+        return _add_columns(shape, pre, size, post, flat, grad)
     if kind in _rules.HALF_DTYPES:
         # Half precision would round every partial sum: add in float32, round once.
         if plan in ("rows", "elements") and n and pre * post:
@@ -508,7 +503,22 @@ def _add_columns(
     for p in range(pre):
         for j in range(post):
             out3[p, :, j] = np.bincount(flat, weights=g3[p, :, j], minlength=size)
+    if not np.isfinite(out3).all():
+        _report_sums(out3, flat, g3)
     return out3.reshape(shape)
+
+
+def _report_sums(out3: np.ndarray, flat: np.ndarray, g3: np.ndarray) -> None:
+    """``np.bincount`` reports no overflow or invalid float64 sum to NumPy's error state
+    (the cast into a narrower dtype reports its own overflow): the sums into the slots that
+    came out non-finite, added again in float64 by ``np.add.at`` into scratch zeros, report
+    them as ``np.errstate`` says, as every other plan's sums do. Nothing of them is kept."""
+    bad = ~np.isfinite(out3).all(axis=(0, 2))
+    at = np.flatnonzero(bad[flat])
+    slots = np.cumsum(bad) - 1  # each bad slot's place among them
+    scratch = np.zeros((out3.shape[0], int(slots[-1]) + 1, out3.shape[2]))
+    key: tuple[Any, ...] = (slice(None), slots[flat[at]])
+    np.add.at(scratch, key, g3[:, at, :].astype(np.float64))
 
 
 def _repeats(flat: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray] | None:

@@ -141,7 +141,10 @@ def plan_of(
     size = shape[axis]
     n_out = source.numel() // size * n_index if size else 0
     kind = "cpu" if source.is_cpu else "other"
-    forward = torch_forward_plan(False, source.numel(), n_out, shape, axis, n_index, kind, int64)
+    plain = type(source) in PLAIN_TYPES and plain_eager()
+    forward = torch_forward_plan(
+        False, source.numel(), n_out, shape, axis, n_index, kind, int64, plain
+    )
     if forward == "take":  # 1-D data read where it lies, at the index as given
         return "take", False
     # a copy is planned as contiguous data (an axis of length 1 gives an output of at least

@@ -181,7 +181,7 @@ class TorchOut(OutWriter):
         data, out = kernels.signed_view(data), kernels.signed_view(out)
         n = flat.shape[0]
         if plan is None:
-            plan = kernels.plan_of(data, axis, n, 1)  # the forward's
+            plan = kernels.plan_of(data, axis, n, 1, False, flat.dtype is _INT64)  # the forward's
         kernel, copy = plan
         post = data.numel() // (data.shape[0] or 1) if axis == 0 else 0  # dim 0's rows only
         whole = kernel not in kernels.ELEMENT_PLANS or kernels.element_starts(out, data, axis)
