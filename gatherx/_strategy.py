@@ -458,9 +458,9 @@ def torch_out_plan(
       forward reads it by advanced indexing, which has no ``out=``, or (1-D data) by
       ``torch.take``: ATen's loops on dim 0 and on dims 2 and later read such data where it
       lies and write ``out`` directly, where the forward's result would be copied in (on
-      dim 1 ATen copies the whole data first); on dim 0 for rows of more than one element at up to
-      ``TORCH_OUT_IN_PLACE_MAX_INDICES`` (its strided copy per index costs more than
-      advanced indexing's loop on many) (docs/performance_details.md).
+      dim 1 ATen copies the whole data first); on dim 0 for rows of more than one element
+      at up to ``TORCH_OUT_IN_PLACE_MAX_INDICES`` (its strided copy per index costs more
+      than advanced indexing's loop on many) (docs/performance_details.md).
     - ``copy``: the forward's result copied into ``out``.
 
     ``whole``: whether ``out`` starts where the forward's elements can (``elements`` reads
@@ -872,9 +872,9 @@ def jax_index_plan(index_ndim: int, checked: bool = True, held: bool = True) -> 
     where the gather in fill mode took 1.16-1.26. It clamps a bad index, so an index not
     ``checked`` takes it behind a ``lax.cond`` on its validity, whose other branch is the
     gather's fill value as a constant of the data's dtype (docs/performance_details.md):
-    data of a dtype JAX does not ``held`` in its current mode (64-bit data made before
-    ``jax_enable_x64`` was turned off) has no such constant, and takes the gather, which
-    fills it.
+    data of a dtype JAX does not hold in its current mode (not ``held``: 64-bit data made
+    before ``jax_enable_x64`` was turned off) has no such constant, and takes the gather,
+    which fills it.
     """
     return "slice" if index_ndim == 0 and (checked or held) else "gather"
 

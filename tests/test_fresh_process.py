@@ -104,6 +104,8 @@ else:
         if mode == "flat_memory":  # 2**20 values into 1 MiB of 1-D data: torch.take
             ids = torch.from_numpy(np.tile(ids.ravel() * 2**15, 2**18))
             return call(torch.arange(2.0**17), ids)
+        if mode == "flat_short":  # a strided vector into a smaller output: read where it lies
+            return call((torch.arange(8.0) / 2)[::2], torch.from_numpy(ids[0]))
         if mode.startswith("flat"):  # 1-D data: torch.take at the index as given
             ids = np.tile(ids.ravel(), FLAT_TILES.get(mode, 1))
             ids = ids if mode in FLAT_TILES else ids.reshape(2, 2)
@@ -213,6 +215,8 @@ def _expected(mode: str) -> np.ndarray:
         return want
     if mode == "flat_memory":
         return np.take(np.arange(2.0**17), np.tile(IDS.ravel() * 2**15, 2**18))
+    if mode == "flat_short":
+        return np.take(np.arange(4.0), IDS[0])
     if mode.startswith("flat"):
         tiles = {"flat_many": 250, "flat_long": 10000, "flat_strided": 10000}
         return np.take(np.arange(4.0), np.tile(IDS.ravel(), tiles[mode]) if mode in tiles else IDS)
@@ -291,6 +295,8 @@ TORCH_MODES = {
     "flat_many": ROWS_OOB,
     "flat_long": ROWS_OOB,
     "flat_strided": ROWS_OOB,
+    # a strided vector into a smaller output at 2 values: torch.take where it lies
+    "flat_short": ROWS_OOB,
     # 2000 values none of which is negative: their extremes read by aminmax, used as given
     "sampled": ROWS_OOB,
     "grad_sampled": ROWS_OOB,

@@ -693,6 +693,42 @@ def test_half_gather_grad_first_call_in_a_fresh_process(first, dtype) -> None:
     assert set(result["dtypes"]) == {dtype}
 
 
+_FRESH_FILL = """
+import json, sys
+import jax, jax.numpy as jnp, numpy as np
+import gatherx
+
+first = sys.argv[1]
+if first == "debug_nans":  # the process's first fill read with the flag on
+    jax.config.update("jax_debug_nans", True)
+    data = jnp.arange(6.0).reshape(3, 2)
+    calls = {
+        "jit": lambda: jax.jit(gatherx.gather)(data, jnp.array(-1)),
+        "grad": lambda: jax.grad(lambda d: gatherx.gather(d, jnp.array(2)).sum())(data)[2],
+        "vmap": lambda: jax.vmap(gatherx.gather, in_axes=(None, 0))(data, jnp.array([2]))[0],
+    }
+else:  # int64 data of x64, its first fill read with x64 off
+    jax.config.update("jax_enable_x64", True)
+    data = jnp.asarray(np.arange(6, dtype=np.int64).reshape(3, 2))
+    jax.config.update("jax_enable_x64", False)
+    calls = {"jit": lambda: jax.jit(gatherx.gather)(data, jnp.array(7))}
+out = [np.asarray(f()).tolist() for f in calls.values() for _ in range(4)]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("first", ["debug_nans", "x64_off"])
+def test_scalar_fill_first_read_in_a_fresh_process(first) -> None:
+    """The first fill of a process read under jax_debug_nans, or for int64 data made with
+    x64 and read with it off: each call's result, four times over, is jnp.take's."""
+    proc = run_python(textwrap.dedent(_FRESH_FILL), first, warm=("jax",))
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    if first == "debug_nans":
+        assert got == [[4.0, 5.0]] * 4 + [[1.0, 1.0]] * 4 + [[4.0, 5.0]] * 4
+    else:
+        assert got == [[I64_MIN, I64_MIN]] * 4
+
+
 _SHARDED = """
 import json
 import jax, jax.numpy as jnp, numpy as np

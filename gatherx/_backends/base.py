@@ -198,9 +198,8 @@ class Backend:
         """A native index whose extremes were read: the IndexError, or the index wrapped
         (as it is, with ``wrap`` false)."""
         if _rules.out_of_range(low, high, size, opset):
-            # (no warnings.catch_warnings() around these reads, though a tracer warns of them:
-            # it swaps the process's filters, which other threads share, and resets the
-            # warnings shown once; a tracer has warned of the reads before this one anyway)
+            # A tracer warns of these reads, as of its earlier ones; no catch_warnings() here:
+            # it swaps the filters every thread shares and resets the warnings shown once.
             size = size if isinstance(size, int) else operator.index(size)  # a tracer's 0-d
             values = self.to_host(index)
             found = _rules.first_bad(values, size, opset)

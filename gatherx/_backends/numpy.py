@@ -503,20 +503,20 @@ def _add_columns(
     for p in range(pre):
         for j in range(post):
             out3[p, :, j] = np.bincount(flat, weights=g3[p, :, j], minlength=size)
-    if not np.isfinite(out3).all():
-        _report_sums(out3, flat, g3)
+    bad = ~np.isfinite(out3).all(axis=(0, 2))  # the slots summed to inf or NaN
+    if bad.any():
+        _report_sums(bad, flat, g3)
     return out3.reshape(shape)
 
 
-def _report_sums(out3: np.ndarray, flat: np.ndarray, g3: np.ndarray) -> None:
+def _report_sums(bad: np.ndarray, flat: np.ndarray, g3: np.ndarray) -> None:
     """``np.bincount`` reports no overflow or invalid float64 sum to NumPy's error state
-    (the cast into a narrower dtype reports its own overflow): the sums into the slots that
-    came out non-finite, added again in float64 by ``np.add.at`` into scratch zeros, report
-    them as ``np.errstate`` says, as every other plan's sums do. Nothing of them is kept."""
-    bad = ~np.isfinite(out3).all(axis=(0, 2))
+    (the cast into a narrower dtype reports its own overflow): the sums into the ``bad``
+    slots, added again in float64 by ``np.add.at`` into scratch zeros, report them as
+    ``np.errstate`` says, as every other plan's sums do. Nothing of them is kept."""
     at = np.flatnonzero(bad[flat])
     slots = np.cumsum(bad) - 1  # each bad slot's place among them
-    scratch = np.zeros((out3.shape[0], int(slots[-1]) + 1, out3.shape[2]))
+    scratch = np.zeros((g3.shape[0], int(slots[-1]) + 1, g3.shape[2]))
     key: tuple[Any, ...] = (slice(None), slots[flat[at]])
     np.add.at(scratch, key, g3[:, at, :].astype(np.float64))
 
