@@ -503,7 +503,7 @@ def _add_columns(
     for p in range(pre):
         for j in range(post):
             out3[p, :, j] = np.bincount(flat, weights=g3[p, :, j], minlength=size)
-    bad: np.ndarray = ~np.isfinite(out3).all(axis=(0, 2))  # the slots summed to inf or NaN
+    bad = np.asarray(~np.isfinite(out3).all(axis=(0, 2)))  # the slots summed to inf or NaN
     if bad.any():
         _report_sums(bad, flat, g3)
     return out3.reshape(shape)
