@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import tracemalloc
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -240,6 +242,50 @@ def test_forward_allocates_the_output_and_nothing_of_its_size(shape, axis, n, co
     np.testing.assert_array_equal(out, np.take(data, idx, axis=axis))
 
 
+def traced_peak(call: Callable[[], Any]) -> tuple[Any, int]:
+    """``call()`` once to warm it, then again under tracemalloc: (its result, the peak of the
+    bytes it allocated)."""
+    call()
+    tracemalloc.start()
+    try:
+        result = call()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return result, peak
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis", "n", "dtype", "plan"),
+    [((20_000, 4), 0, 200_000, "int8", "elements"), ((200_000,), 0, 300_000, "int32", "elements"),
+     ((4, 5_000, 2), 1, 100_000, "int16", "elements"),
+     ((20_000, 32), 0, 100_000, "float64", "rows"), ((500, 256), 0, 20_000, "int32", "rows"),
+     ((4, 5_000, 8), 1, 100_000, "float32", "elements")],
+)  # fmt: skip
+def test_gather_grad_allocates_index_sized_and_cache_sized_arrays(shape, axis, n, dtype, plan):
+    """``gather_grad``'s element plan builds its flat positions a cache-sized block at a time,
+    also where one outer row holds more (it built three arrays of 8 bytes a gradient element
+    there), and the row plan copies the slices of its repeated indices a block at a time: at
+    most a few index-sized arrays (the repeat bookkeeping) and those blocks besides the
+    result, never the gradient's size; np.add.at's sums, added in the same order."""
+    rng = np.random.default_rng(14)
+    idx = rng.integers(0, shape[axis], n)
+    grad_shape = (*shape[:axis], n, *shape[axis + 1 :])
+    grad = rng.standard_normal(grad_shape).astype(dtype)  # (floats: sums in one order only)
+    pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
+    floating = dtype.startswith("float")
+    assert st.numpy_grad_plan(pre, shape[axis], n, post, 0.9, floating) == plan
+    got, peak = traced_peak(lambda: gatherx.gather_grad(shape, idx, grad, axis=axis))
+    if plan == "elements":  # less than one position (intp) a gradient element
+        bound, whole = 4 * nb._BLOCK_POSITIONS * 8, 8 * grad.size
+    else:  # less than the gradient
+        bound, whole = 6 * idx.nbytes + 2 * nb._ROW_BLOCK_BYTES, grad.nbytes
+    assert peak - got.nbytes <= bound + 64 * 1024 < whole
+    want = np.zeros(shape, dtype)
+    np.add.at(want, (*(slice(None),) * axis, idx), grad)
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize(
     ("shape", "index", "axis"),
@@ -253,13 +299,7 @@ def test_half_gather_grad_of_few_slices_works_at_their_size(dtype, shape, index,
     idx = np.asarray(index)
     grad_shape = (*shape[:axis], *idx.shape, *shape[axis + 1 :])
     grad = (np.arange(math.prod(grad_shape)) % 7 + 0.1).reshape(grad_shape).astype(half)
-    gatherx.gather_grad(shape, idx, grad, axis=axis)
-    tracemalloc.start()
-    try:
-        out = gatherx.gather_grad(shape, idx, grad, axis=axis)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    out, peak = traced_peak(lambda: gatherx.gather_grad(shape, idx, grad, axis=axis))
     assert peak - out.nbytes < out.nbytes  # a float32 table would take twice the result
     expected = np.zeros(shape, dtype=np.float32)
     key = (*(slice(None),) * axis, idx % shape[axis])

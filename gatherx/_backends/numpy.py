@@ -34,6 +34,8 @@ _ROUNDS = 8
 #: Positions per block of the element plan and of ``out=``'s ``blocks``: 256 KiB of intp,
 #: cache-sized.
 _BLOCK_POSITIONS = 1 << 15
+#: Bytes of the gradient's slices the row plan's fix-up copies at a time.
+_ROW_BLOCK_BYTES = 1 << 20
 
 # The fast paths decide, by identity and set tests, the data dtypes every opset from
 # Gather-11 on accepts and that need no further look (strings take the flow); bfloat16 is
@@ -448,7 +450,9 @@ def _half_sums(
     """The ``rows`` or ``elements`` plan for half precision, which NumPy converts from and to
     float32 at 2-5 ns an element: slices at indices that occur once are written as they are
     (exact); only those of repeated indices are converted and summed in float32 (in order of
-    occurrence, by the float32 plan for their shape), each sum rounded once."""
+    occurrence, by the float32 plan for their shape), each sum rounded once: a copy of the
+    slices that occur once, a float32 copy of the others and their float32 sums are its extra
+    memory, about four times the gradient's size where most indices repeat."""
     out3 = np.zeros((pre, size, post), dtype=grad.dtype)
     g3 = grad.reshape(pre, flat.size, post)
     repeats = _repeats(flat, size)
@@ -565,16 +569,21 @@ def _scatter_rows(
     if repeats is None:
         return
     members, rank = repeats
+    # the slices a round reads are copied: a block of them at a time bounds that copy
+    step = max(1, _ROW_BLOCK_BYTES // (g3.shape[0] * g3.shape[2] * g3.itemsize))
     for k in range(min(int(rank.max()) + 1, _ROUNDS)):
-        chosen = members[rank == k]
-        if k == 0:
-            out3[:, flat[chosen], :] = g3[:, chosen, :]
-        else:
-            out3[:, flat[chosen], :] += g3[:, chosen, :]
+        round_k = members[rank == k]
+        for start in range(0, round_k.size, step):
+            chosen = round_k[start : start + step]
+            if k == 0:
+                out3[:, flat[chosen], :] = g3[:, chosen, :]
+            else:
+                out3[:, flat[chosen], :] += g3[:, chosen, :]
     tail = np.sort(members[rank >= _ROUNDS])
-    if tail.size:
-        key: tuple[Any, ...] = (slice(None), flat[tail])
-        np.add.at(out3, key, g3[:, tail, :])
+    for start in range(0, tail.size, step):  # (in order of occurrence, block after block)
+        part = tail[start : start + step]
+        key: tuple[Any, ...] = (slice(None), flat[part])
+        np.add.at(out3, key, g3[:, part, :])
 
 
 def _add_elements(out3: np.ndarray, flat: np.ndarray, g3: np.ndarray) -> None:
@@ -595,12 +604,24 @@ def _element_blocks(
     shape3: tuple[int, int, int], flat: np.ndarray, g3: np.ndarray
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Flat element positions in the (pre, size, post) result and their gradient values,
-    for a block of ``pre`` rows at a time so the positions stay in cache."""
+    in order of occurrence, ``_BLOCK_POSITIONS`` at most a block so the positions stay in
+    cache: whole outer rows at a time, or part of one where a row holds more."""
     pre, size, post = shape3
     n = flat.size
     g2 = g3.reshape(pre, n * post)
-    within = ((flat.astype(np.intp) * post)[:, None] + np.arange(post, dtype=np.intp)).reshape(-1)
-    rows = max(1, _BLOCK_POSITIONS // (n * post))
+    columns = np.arange(post, dtype=np.intp)
+    if n * post > _BLOCK_POSITIONS:  # a part of one outer row a block
+        step = max(1, _BLOCK_POSITIONS // post)
+        for i0 in range(0, n, step):  # (each slot's sums still in order of occurrence)
+            part = flat[i0 : i0 + step].astype(np.intp) * post
+            within = (part[:, None] + columns).reshape(-1)  # (a short inner loop: made once)
+            buf = np.empty_like(within)
+            for r in range(pre):
+                np.add(within, r * size * post, out=buf)
+                yield buf, g2[r, i0 * post : (i0 + step) * post]
+        return
+    within = ((flat.astype(np.intp) * post)[:, None] + columns).reshape(-1)
+    rows = _BLOCK_POSITIONS // (n * post)
     offsets = np.arange(min(rows, pre), dtype=np.intp)[:, None] * (size * post) + within
     buf = np.empty_like(offsets)
     for r0 in range(0, pre, rows):
