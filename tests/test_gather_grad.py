@@ -428,3 +428,23 @@ def test_torch_gradient_on_short_rows_sums_as_index_add_in_index_order(
     assert grad.shape == grad_shape
     want = torch.zeros(shape, dtype=grad.dtype).index_add_(axis, idx % shape[axis], grad)
     assert torch.equal(gatherx.gather_grad(shape, idx, grad, axis=axis), want)
+
+
+@pytest.mark.parametrize("index", [1, -2, [1], [[1]], [1, 2]])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64"])
+def test_torch_negative_zero_sums_to_positive_zero(index, dtype) -> None:
+    """A gradient's -0.0 becomes the +0.0 a sum into zeros gives (np.add.at's), whichever
+    plan adds it: a scalar index's one slice as any other, in gather_grad and the backward."""
+    torch = need("torch")
+    idx = np.asarray(index)
+    grad_np = np.full((*idx.shape, 2), -0.0).astype(dtype)
+    grad_np[..., 1] = 1
+    want = np.zeros((3, 2), dtype)
+    np.add.at(want, idx, grad_np)
+    grad = torch.from_numpy(grad_np)
+    leaf = torch.zeros(3, 2, dtype=grad.dtype, requires_grad=True)
+    gatherx.gather(leaf, torch.from_numpy(idx)).backward(grad)
+    signs = lambda a: np.signbit(a.view(np.float32) if a.dtype == np.complex64 else a)  # noqa: E731
+    for got in (gatherx.gather_grad((3, 2), torch.from_numpy(idx), grad), leaf.grad):
+        np.testing.assert_array_equal(got.numpy(), want)
+        np.testing.assert_array_equal(signs(got.numpy()), signs(want))  # (== holds -0.0 == 0.0)

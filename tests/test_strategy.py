@@ -1079,6 +1079,50 @@ def test_torch_broadcast_copies_short_rows_as_one_element(monkeypatch, dtype, of
     assert copied == [wide or torch_dtype] * 2
 
 
+@pytest.mark.parametrize(
+    ("shape", "axis", "index_shape", "dtype", "plan", "bit"),
+    [((3000, 1), 0, (2048,), "complex64", "elements", "conj"),
+     ((3000, 1), 0, (2048,), "complex64", "elements", "neg"),
+     ((2, 300, 50), 2, (8,), "float16", "gather", "neg"),
+     ((2000, 30, 2), 1, (9,), "float32", "gather_elements", "neg"),
+     ((3000, 1), 1, (8,), "float16", "broadcast", "neg")],
+)  # fmt: skip
+@pytest.mark.parametrize("negative", [False, True])
+def test_torch_conjugate_and_negative_views_take_no_integer_view(
+    shape, axis, index_shape, dtype, plan, bit, negative
+):
+    """A conjugate or negative view (``x.conj()``, ``x.conj().imag``) holds in memory values
+    PyTorch conjugates or negates as it reads them: the plans that view the data (or ``out``)
+    as integers, which PyTorch refuses there, give way to ``index_select`` on them; the
+    resolved values, forward, ``out=`` of either kind, and the gradient of advanced indexing.
+    (The same calls on plain tensors take those plans.)"""
+    torch = need("torch")
+    from gatherx._backends.torch import kernels
+
+    rng = np.random.default_rng(15)
+    torch_dtype = getattr(torch, dtype)
+    parts = torch.from_numpy(rng.standard_normal((2, *shape)).astype(np.float32))
+    base = torch.complex(parts[0], parts[1]) if dtype == "complex64" else parts[0].to(torch_dtype)
+    flip = torch.conj if bit == "conj" else torch.ops.aten._neg_view
+    size = shape[axis]
+    idx = torch.from_numpy(rng.integers(-size if negative else 0, size, index_shape))
+    assert kernels.plan_of(base, axis, idx.numel(), idx.ndim, negative)[0] == plan
+    data = flip(base)
+    assert kernels.plan_of(data, axis, idx.numel(), idx.ndim, negative)[0] == "as_is"
+    want = data.resolve_conj().resolve_neg()[(slice(None),) * axis + (idx,)]
+    assert torch.equal(gatherx.gather(data, idx, axis=axis).resolve_conj().resolve_neg(), want)
+    for into in (torch.zeros_like(want), flip(torch.zeros_like(want))):
+        assert gatherx.gather(data, idx, axis=axis, out=into) is into
+        assert torch.equal(into.resolve_conj().resolve_neg(), want)
+    if dtype != "float16":  # (the gradient of a sum of float16 rounds by order)
+        leaves = [base.clone().requires_grad_() for _ in range(2)]
+        got = gatherx.gather(flip(leaves[0]), idx, axis=axis)
+        ref = flip(leaves[1])[(slice(None),) * axis + (idx,)]
+        for result in (got, ref):  # (a real loss of every part)
+            (torch.view_as_real(result) if result.is_complex() else result).sum().backward()
+        assert torch.equal(leaves[0].grad, leaves[1].grad)
+
+
 def test_torch_eager_plans_are_the_rules_plans(monkeypatch):
     """A plain eager call's plan, remembered, is the rules' own (first and later calls), and
     the memory holds a bounded number of them."""

@@ -60,6 +60,13 @@ def bits_as(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return x if x.dtype is dtype else x.view(dtype)
 
 
+def lazy_bits(x: torch.Tensor) -> bool:
+    """Whether ``x`` is a conjugate or negative view (``x.conj()``, ``x.conj().imag``): its
+    memory holds values PyTorch negates or conjugates as it reads them, so no view of it as
+    another dtype (the integer plans, :func:`signed_view`) reads or writes its values."""
+    return x.is_conj() or x.is_neg()
+
+
 def host_scalar(index: torch.Tensor) -> bool:
     """Whether ``index`` is one value that can be read on the host at no cost and with no
     trace to record: a 0-d CPU index of a plain eager call."""
@@ -175,14 +182,16 @@ def eager_plan(
 ) -> tuple[str, bool]:
     """:func:`plan_of` for the data of a :func:`~.domain.eager_cpu_call` (plain CPU tensors
     in plain eager code), remembered by shape, dtype, contiguity, storage offset (modulo 8
-    elements), axis and the index's count, rank, sign and dtype: a call that recurs reads its
-    plan in one lookup (0.4 us) where the rules' Python costs 1-2 us (the plan at once of
-    :func:`at_once` is not stored)."""
+    elements), lazy bits (:func:`lazy_bits`), axis and the index's count, rank, sign and
+    dtype: a call that recurs reads its plan in one lookup (0.4 us) where the rules' Python
+    costs 1-2 us (the plan at once of :func:`at_once` is not stored)."""
     contiguous = data.is_contiguous()
     if contiguous and at_once(axis, n_index, index_ndim, negative, data.ndim, contiguous):
         return _AS_IS
     offset = data.storage_offset() % 8  # whether rows of up to 8 bytes start at an element
-    key = (data.shape, data.dtype, contiguous, offset, axis, n_index, index_ndim, negative, int64)
+    lazy = data.is_conj() or data.is_neg()  # (lazy_bits, inline: this runs in each call)
+    key = (data.shape, data.dtype, contiguous, offset, lazy, axis, n_index, index_ndim, negative,
+           int64)  # fmt: skip
     plan = _EAGER_PLANS.get(key)
     if plan is None:
         if len(_EAGER_PLANS) >= EAGER_PLANS_KEPT:
@@ -335,6 +344,8 @@ def layout(
         return "as_is"
     if not (type(source) in PLAIN_TYPES and plain_eager()):
         return "as_is"  # (compiled, traced or transformed: nothing read of the tensor's memory)
+    if lazy_bits(source):  # (the plans that view it as integers would read its memory)
+        return "as_is"
     itemsize = source.element_size()
     # where the data starts in its storage (a copy: at its start)
     offset = cast(int, source.storage_offset()) * itemsize if source.is_contiguous() else 0
@@ -513,11 +524,16 @@ def scatter_given(grad: torch.Tensor, index: torch.Tensor, shape: tuple[int, ...
 
 def scatter_at(grad: torch.Tensor, at: int, axis: int, size: int) -> torch.Tensor:
     """Zeros with ``grad`` written at position ``at`` (in [-size, size)) of a new ``axis`` of
-    ``size``: one slice adds nothing up."""
+    ``size``: one slice, added where it may hold -0.0 (floating and complex), so that it
+    becomes the +0.0 a sum gives, else copied (uint16/32/64 have no addition)."""
     shape = list(grad.shape)
     shape.insert(axis, size)
     out = grad.new_zeros(*shape)
-    out.select(axis, at).copy_(grad)
+    slot = out.select(axis, at)
+    if grad.is_floating_point() or grad.is_complex():
+        slot.add_(grad)
+    else:
+        slot.copy_(grad)
     return out
 
 
