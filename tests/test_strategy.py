@@ -1107,6 +1107,7 @@ def test_torch_conjugate_and_negative_views_take_no_integer_view(
     size = shape[axis]
     idx = torch.from_numpy(rng.integers(-size if negative else 0, size, index_shape))
     assert kernels.plan_of(base, axis, idx.numel(), idx.ndim, negative)[0] == plan
+    gatherx.gather(base, idx, axis=axis)  # (the plain tensor's plan remembered first)
     data = flip(base)
     assert kernels.plan_of(data, axis, idx.numel(), idx.ndim, negative)[0] == "as_is"
     want = data.resolve_conj().resolve_neg()[(slice(None),) * axis + (idx,)]
