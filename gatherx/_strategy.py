@@ -446,7 +446,13 @@ TORCH_OUT_IN_PLACE_MAX_INDICES = 256
 
 
 def torch_out_plan(
-    contiguous_out: bool, forward: str, axis: int, n_index: int, post: int, whole: bool = True
+    contiguous_out: bool,
+    forward: str,
+    axis: int,
+    n_index: int,
+    post: int,
+    whole: bool = True,
+    lazy: bool = False,
 ) -> str:
     """How ``out=`` writes a PyTorch gather at ``n_index`` indices whose forward reads the
     data by ``forward`` (a :func:`torch_layout_plan` name, or ``indexing`` or ``take`` for
@@ -465,8 +471,10 @@ def torch_out_plan(
 
     ``whole``: whether ``out`` starts where the forward's elements can (``elements`` reads
     each row as one integer element; else ``index_select`` on the data as given writes it).
+    ``lazy``: ``out`` is a conjugate or negative view, whose memory no plan may view as
+    another dtype: ``copy``.
     """
-    if not contiguous_out:
+    if not contiguous_out or lazy:
         return "copy"
     if not whole:
         return "index_select"

@@ -484,3 +484,37 @@ def test_a_non_finite_slot_leaves_the_others_summed_in_float64():
     want = np.zeros((7, 5))
     np.add.at(want, idx, grad.astype(np.float64))
     np.testing.assert_array_equal(gatherx.gather_grad((7, 5), idx, grad), want.astype(np.float32))
+
+
+@pytest.mark.parametrize("size", [10_000, 5_000, 1_000_000])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_gather_grad_sums_are_rounded_once(size, dtype):
+    """Half-precision sums are rounded once into the gradient's dtype, whichever plan sums
+    them: the repeated indices' sums of the element plan (10^4, 10^6 slots) and of the
+    distinct sums, taken by float64 ``np.bincount`` there, were rounded to float32 first and
+    then again (2 + 2^-10 + 2^-24 in float16 became 2.0); the column plan itself (5000 slots)
+    and a running float32 sum (np.add.at's) round it up as well."""
+    ml_dtypes = pytest.importorskip("ml_dtypes") if dtype == "bfloat16" else None
+    half = ml_dtypes.bfloat16 if ml_dtypes else np.float16
+    eps = float((ml_dtypes or np).finfo(half).eps)
+    # 2 + eps + 2^-24, eps half the dtype's spacing at 2: just above a tie, which float64
+    # rounds up once; float32 rounds 2^-24 away first, and the tie then goes to 2.0
+    head = np.array([2.0, eps, -(2.0**-23), 3 * 2.0**-24])
+    idx = np.r_[[0] * 4, [1] * 3000]
+    grad = np.r_[head, np.zeros(3000)].astype(half)
+    exact = np.zeros(size)
+    np.add.at(exact, idx, grad.astype(np.float64))
+    got = gatherx.gather_grad((size,), idx, grad)
+    np.testing.assert_array_equal(got.astype(np.float64), exact.astype(half).astype(np.float64))
+
+
+def test_row_plan_sums_of_negative_zeros_are_positive_zero():
+    """Slots that several -0.0 slices reach hold +0.0, a sum into zeros, as np.add.at's (the
+    row plan wrote the first slice as it is and added the others to it)."""
+    grad = np.full((1000, 16), -0.0, np.float32)
+    idx = np.arange(1000) % 200
+    assert st.numpy_grad_plan(1, 200, 1000, 16, 1.0, True) == "rows"
+    want = np.zeros((200, 16), np.float32)
+    np.add.at(want, idx, grad)
+    got = gatherx.gather_grad((200, 16), idx, grad)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

@@ -452,7 +452,7 @@ def _half_sums(
     (exact); only those of repeated indices are converted and summed in float32 (in order of
     occurrence, by the float32 plan for their shape), each sum rounded once: a copy of the
     slices that occur once, a float32 copy of the others and their float32 sums are its extra
-    memory, about four times the gradient's size where most indices repeat."""
+    memory, 4-5 times the gradient's size where most indices repeat."""
     out3 = np.zeros((pre, size, post), dtype=grad.dtype)
     g3 = grad.reshape(pre, flat.size, post)
     repeats = _repeats(flat, size)
@@ -469,9 +469,7 @@ def _half_sums(
     first = np.concatenate(([True], values[1:] != values[:-1]))
     compact = np.cumsum(first) - 1  # each member's slot among the repeated values
     slots = values[first]
-    wide = g3.take(members, axis=1).astype(np.float32)
-    sums = grad_by_plan(None, (pre, slots.size, post), compact, wide, 1)
-    _write(plan, out3, slots, sums.astype(grad.dtype))
+    _write(plan, out3, slots, _sums_rounded_once(g3, members, compact, slots.size))
     return out3.reshape(shape)
 
 
@@ -482,11 +480,27 @@ def _half_distinct(
     index's slices summed in float32 (in order of occurrence), rounded once and written into
     zeros, so the float32 work is the gradient's size, not the table's."""
     slots, slot = np.unique(flat, return_inverse=True)
-    wide = grad.reshape(pre, flat.size, post).astype(np.float32)
-    sums = grad_by_plan(None, (pre, slots.size, post), slot.reshape(-1), wide, 1)
+    g3 = grad.reshape(pre, flat.size, post)
     out3 = np.zeros((pre, size, post), dtype=grad.dtype)
-    out3[:, slots, :] = sums.astype(grad.dtype)
+    out3[:, slots, :] = _sums_rounded_once(g3, None, slot.reshape(-1), slots.size)
     return out3.reshape(shape)
+
+
+def _sums_rounded_once(
+    g3: np.ndarray, members: np.ndarray | None, at: np.ndarray, slots: int
+) -> np.ndarray:
+    """The sums of the half-precision slices of ``g3`` (pre, n, post) at ``members`` (all
+    if None) into ``slots`` slots at ``at``, each rounded once into their dtype: in float64
+    by the ``columns`` plan where it takes them (not rounded to float32 first), else in
+    float32 by the plan for their shape (the half copy of the members freed first)."""
+    part = g3 if members is None else g3.take(members, axis=1)
+    pre, n, post = part.shape
+    shape = (pre, slots, post)
+    if numpy_grad_plan(pre, slots, n, post, 1.0, True) == "columns":
+        return _add_columns(shape, pre, slots, post, at, part)
+    wide = part.astype(np.float32)
+    del part
+    return grad_by_plan(None, shape, at, wide, 1).astype(g3.dtype)
 
 
 def _write(plan: str, out3: np.ndarray, flat: np.ndarray, g3: np.ndarray) -> None:
@@ -576,7 +590,9 @@ def _scatter_rows(
         for start in range(0, round_k.size, step):
             chosen = round_k[start : start + step]
             if k == 0:
-                out3[:, flat[chosen], :] = g3[:, chosen, :]
+                first = g3[:, chosen, :]
+                first += 0  # (a -0.0 becomes the +0.0 a sum into zeros gives)
+                out3[:, flat[chosen], :] = first
             else:
                 out3[:, flat[chosen], :] += g3[:, chosen, :]
     tail = np.sort(members[rank >= _ROUNDS])
