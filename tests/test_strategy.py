@@ -765,6 +765,8 @@ def test_torch_out_plan_branches(contiguous_out, forward, axis, n, post, want):
     # an out that starts between two of the forward's elements: index_select writes it
     whole = st.torch_out_plan(contiguous_out, forward, axis, n, post, False)
     assert whole == ("copy" if not contiguous_out else "index_select")
+    # a conjugate or negative out, whose memory no plan views: the result copied in
+    assert st.torch_out_plan(contiguous_out, forward, axis, n, post, True, True) == "copy"
 
 
 @pytest.mark.parametrize(
