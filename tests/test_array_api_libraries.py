@@ -646,3 +646,41 @@ def test_results_past_the_librarys_rank_are_refused(label, fewer):
     got = library.read(gatherx.gather(data, at_limit))
     assert got.shape == (1,) * limit
     assert got.item() == 1.0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_ndonnx_gather_grad_sums_a_slot_alike_whatever_the_table(monkeypatch, dtype):
+    """A slot's sum of the same terms is the same bits whatever the table's size and however
+    its rows fall into the masked sums' blocks (onnxruntime's ReduceSum adds a row in another
+    order as the block holds more rows: 200 x 0.1 read 20.00004 in a table of one row and
+    19.99999 in one of more); close to the exact sum, as NumPy's float64 sum rounded once."""
+    ndx = need("ndonnx")
+    from gatherx._backends import array_api
+
+    n = 512
+    grad = np.full(n, 0.1, dtype)
+    sums = []
+    for size, block in ((1, None), (2, None), (5, None), (5, 4 * n)):  # (blocks of 4 and 1 rows)
+        if block:
+            monkeypatch.setattr(array_api, "_BLOCK_ELEMENTS", block)
+        idx = np.tile([0, size - 1], n // 2)
+        got = gatherx.gather_grad((size,), ndx.asarray(idx), ndx.asarray(grad)).unwrap_numpy()
+        want = np.zeros(size)
+        np.add.at(want, idx, grad.astype(np.float64))
+        np.testing.assert_allclose(got, want.astype(dtype), rtol=1e-3)
+        sums.append(got[0] if size == 1 else got[0] + got[-1])
+    assert len({float(s) for s in sums}) == 1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+@pytest.mark.parametrize("index", [[0, 0], [0], [[0, 1], [0, 0]]])
+def test_sparse_gather_grad_negative_zeros_sum_to_positive_zero(dtype, index):
+    """Stored -0.0 slices, one or several into a slot, give the +0.0 a sum into zeros gives
+    (np.add.at's), where sparse's own sum of duplicates started from the first stored -0.0."""
+    sparse = need("sparse")
+    idx = np.asarray(index)
+    grad = np.full(idx.shape, -0.0, dtype)
+    want = np.zeros(2, dtype)
+    np.add.at(want, idx, grad)
+    got = gatherx.gather_grad((2,), idx, sparse.COO.from_numpy(grad)).todense()
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

@@ -195,7 +195,7 @@ class ArrayApiBackend(Backend):
         dtype, name = grad.dtype, self.dtype_name(grad)
         if name in _rules.HALF_DTYPES:  # sum in float32, round once
             grad = xp.astype(grad, xp.float32)
-        pairwise = not self.can.exact_wide_sums and name in ("int64", "uint64")
+        pairwise = not self.can.ordered_sums
         if pairwise and name == "uint64":  # the same bits, and adds that wrap the same way
             grad = xp.astype(grad, xp.int64)
         pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
@@ -216,7 +216,8 @@ class ArrayApiBackend(Backend):
 
 
 def _pairwise_sum(xp: Any, x: Any) -> Any:
-    """The sum over axis 2 of a rank-4 array by adds alone, exact for integers."""
+    """The sum over axis 2 of a rank-4 array by adds alone, in one order for every row
+    whatever the array's shape, exact for integers."""
     while x.shape[2] > 1:
         if x.shape[2] % 2:
             x = xp.concat([x, xp.zeros_like(x[:, :, :1, :])], axis=2)

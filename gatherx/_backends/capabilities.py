@@ -37,10 +37,13 @@ class Capabilities:
         Whether arrays are sparse: the result keeps the data's sparse format.
     lacks : dict
         ONNX dtypes the library can name but not compute with, and why.
-    exact_wide_sums : bool
-        Whether its sums of 64-bit integers are exact. onnxruntime (ndonnx's evaluator) rounds
-        them through float64 and has no uint64 ``Where``: there they are pairwise adds of
-        int64, the same bits as uint64.
+    ordered_sums : bool
+        Whether its sums over an axis add each row's terms in one order whatever the array's
+        shape, exactly for 64-bit integers. onnxruntime (ndonnx's evaluator) does neither:
+        its ``ReduceSum`` adds a row's float terms in another order as the array holds more
+        rows (two slots of the same terms read sums thousands of float32 ulps apart), and
+        rounds 64-bit integers through float64 (with no uint64 ``Where``): there the masked
+        sums are pairwise adds, one order for every row (of int64 for uint64, the same bits).
     strings_last_axis : bool
         Whether string data is gathered along its last axis only (axes moved there and
         back): onnxruntime's string Gather (ndonnx's evaluator, 1.32) copies one element per
@@ -57,7 +60,7 @@ class Capabilities:
     native_indices: bool = True
     sparse: bool = False
     lacks: dict[str, str] = dataclasses.field(default_factory=dict)
-    exact_wide_sums: bool = True
+    ordered_sums: bool = True
     strings_last_axis: bool = False
     max_rank: int | None = None
 
@@ -76,7 +79,7 @@ _KNOWN = {
         evaluation=GRAPH,
         symbolic_shapes=True,
         dlpack=False,
-        exact_wide_sums=False,
+        ordered_sums=False,
         strings_last_axis=True,
     ),
     # (sparse ravels a result's coordinates with NumPy, which takes one dimension fewer)

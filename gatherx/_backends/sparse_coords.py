@@ -68,7 +68,9 @@ def scatter_add(shape: tuple[int, ...], index: np.ndarray, grad: Any, axis: int)
     position = np.ravel_multi_index(tuple(inner), index.shape) if q else np.zeros(coo.nnz, int)
     target = index.reshape(-1)[position].astype(np.intp)
     coords = np.concatenate([coo.coords[:axis], target[None], coo.coords[axis + q :]])
-    data = coo.data.astype(np.float32) if half else coo.data
+    # (+ 0: a stored -0.0 becomes the +0.0 a sum into zeros gives; sparse sums duplicates
+    # from their first stored value)
+    data = (coo.data.astype(np.float32) if half else coo.data) + 0
     out = sparse.COO(coords, data, shape=shape, fill_value=0, has_duplicates=True)
     if half:
         out = out.astype(dtype)
