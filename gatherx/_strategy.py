@@ -471,8 +471,8 @@ def torch_out_plan(
 
     ``whole``: whether ``out`` starts where the forward's elements can (``elements`` reads
     each row as one integer element; else ``index_select`` on the data as given writes it).
-    ``lazy``: ``out`` is a conjugate or negative view, whose memory no plan may view as
-    another dtype: ``copy``.
+    ``lazy``: ``out`` is a conjugate or negative view and ``forward`` would view its memory
+    as another dtype, which PyTorch refuses there: ``copy``.
     """
     if not contiguous_out or lazy:
         return "copy"

@@ -1109,11 +1109,15 @@ def test_torch_conjugate_and_negative_views_take_no_integer_view(
     size = shape[axis]
     idx = torch.from_numpy(rng.integers(-size if negative else 0, size, index_shape))
     assert kernels.plan_of(base, axis, idx.numel(), idx.ndim, negative)[0] == plan
-    gatherx.gather(base, idx, axis=axis)  # (the plain tensor's plan remembered first)
     data = flip(base)
     assert kernels.plan_of(data, axis, idx.numel(), idx.ndim, negative)[0] == "as_is"
     want = data.resolve_conj().resolve_neg()[(slice(None),) * axis + (idx,)]
-    assert torch.equal(gatherx.gather(data, idx, axis=axis).resolve_conj().resolve_neg(), want)
+    kernels._EAGER_PLANS.clear()
+    for first in (data, base, data):  # the view first, the plain tensor's plan, the view again
+        got = gatherx.gather(first, idx, axis=axis)
+        assert torch.equal(got.resolve_conj().resolve_neg(), first[(slice(None),) * axis + (idx,)])
+        # the view's own plan is not remembered for the plain tensor
+        assert kernels.eager_plan(base, axis, idx.numel(), idx.ndim, negative, True)[0] == plan
     for into in (torch.zeros_like(want), flip(torch.zeros_like(want))):
         assert gatherx.gather(data, idx, axis=axis, out=into) is into
         assert torch.equal(into.resolve_conj().resolve_neg(), want)

@@ -41,6 +41,10 @@ AS_GIVEN = frozenset({"indexing", "take", "take_negative", "broadcast"})
 _VIEWS = frozenset({"blocks", "columns", "gather", "elements", "gather_elements"})
 #: Those that read each row after the axis as one integer element.
 ELEMENT_PLANS = frozenset({"elements", "gather_elements"})
+#: Those that may view the data's (and ``out``'s) memory as another dtype, which PyTorch
+#: refuses on conjugate and negative views (:func:`lazy_bits`): rows as one integer element,
+#: float16/bfloat16 moved as int16.
+INTEGER_VIEWS = ELEMENT_PLANS | {"broadcast", "gather"}
 #: The integer dtype of each width: the element a row of that many bytes is read as.
 _ROW_ELEMENT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 HALF = frozenset(getattr(torch, name) for name in _rules.HALF_DTYPES)
@@ -182,17 +186,19 @@ def eager_plan(
 ) -> tuple[str, bool]:
     """:func:`plan_of` for the data of a :func:`~.domain.eager_cpu_call` (plain CPU tensors
     in plain eager code), remembered by shape, dtype, contiguity, storage offset (modulo 8
-    elements), lazy bits (:func:`lazy_bits`), axis and the index's count, rank, sign and
-    dtype: a call that recurs reads its plan in one lookup (0.4 us) where the rules' Python
-    costs 1-2 us (the plan at once of :func:`at_once` is not stored)."""
+    elements), axis and the index's count, rank, sign and dtype: a call that recurs reads its
+    plan in one lookup (0.4 us) where the rules' Python costs 1-2 us (the plan at once of
+    :func:`at_once` is not stored). A conjugate or negative view (:func:`lazy_bits`, read only
+    where no plan is remembered yet or the one remembered is of :data:`INTEGER_VIEWS`) takes
+    its own plan, not remembered."""
     contiguous = data.is_contiguous()
     if contiguous and at_once(axis, n_index, index_ndim, negative, data.ndim, contiguous):
         return _AS_IS
     offset = data.storage_offset() % 8  # whether rows of up to 8 bytes start at an element
-    lazy = data.is_conj() or data.is_neg()  # (lazy_bits, inline: this runs in each call)
-    key = (data.shape, data.dtype, contiguous, offset, lazy, axis, n_index, index_ndim, negative,
-           int64)  # fmt: skip
+    key = (data.shape, data.dtype, contiguous, offset, axis, n_index, index_ndim, negative, int64)
     plan = _EAGER_PLANS.get(key)
+    if (plan is None or plan[0] in INTEGER_VIEWS) and lazy_bits(data):
+        return plan_of(data, axis, n_index, index_ndim, negative, int64)
     if plan is None:
         if len(_EAGER_PLANS) >= EAGER_PLANS_KEPT:
             _EAGER_PLANS.clear()

@@ -185,9 +185,8 @@ class TorchOut(OutWriter):
         kernel, copy = plan
         post = data.numel() // (data.shape[0] or 1) if axis == 0 else 0  # dim 0's rows only
         whole = kernel not in kernels.ELEMENT_PLANS or kernels.element_starts(out, data, axis)
-        how = torch_out_plan(
-            out.is_contiguous(), kernel, axis, n, post, whole, kernels.lazy_bits(out)
-        )
+        lazy = kernel in kernels.INTEGER_VIEWS and kernels.lazy_bits(out)
+        how = torch_out_plan(out.is_contiguous(), kernel, axis, n, post, whole, lazy)
         if how == "copy":  # the forward's formulation, copied
             out.copy_(kernels.take(data, flat, axis, plan).reshape(out.shape))
             return
