@@ -496,11 +496,12 @@ def _sums_rounded_once(
     part = g3 if members is None else g3.take(members, axis=1)
     pre, n, post = part.shape
     shape = (pre, slots, post)
-    if numpy_grad_plan(pre, slots, n, post, 1.0, True) == "columns":
+    plan = numpy_grad_plan(pre, slots, n, post, None, True)  # ("": count the repeats first)
+    if plan == "columns":
         return _add_columns(shape, pre, slots, post, at, part)
     wide = part.astype(np.float32)
     del part
-    return grad_by_plan(None, shape, at, wide, 1).astype(g3.dtype)
+    return grad_by_plan(plan or None, shape, at, wide, 1).astype(g3.dtype)
 
 
 def _write(plan: str, out3: np.ndarray, flat: np.ndarray, g3: np.ndarray) -> None:
