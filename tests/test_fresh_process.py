@@ -101,6 +101,10 @@ else:
             leaf = data.clone().requires_grad_()
             call(leaf, ids).sum().backward()
             return leaf.grad
+        if mode == "neg_elements":  # a negative view where plain data reads rows as elements
+            ids = torch.from_numpy(np.tile(np.where(ids == 9, 9, ids % 4).ravel(), 512))
+            view = torch.ops.aten._neg_view(torch.from_numpy(DATA[:, :1].copy()))
+            return call(view, ids).resolve_neg()
         if mode == "flat_memory":  # 2**20 values into 1 MiB of 1-D data: torch.take
             ids = torch.from_numpy(np.tile(ids.ravel() * 2**15, 2**18))
             return call(torch.arange(2.0**17), ids)
@@ -206,6 +210,8 @@ def _expected(mode: str) -> np.ndarray:
         want = np.zeros_like(data)
         np.add.at(want, (slice(None),) * axis + (ids,), 1.0)
         return want
+    if mode == "neg_elements":
+        return -np.take(DATA[:, :1], np.tile(IDS.ravel() % 4, 512), axis=0)
     if mode.endswith("sampled"):
         ids = np.tile(IDS.ravel() % 4, 500)
         if not mode.startswith("grad"):
@@ -297,6 +303,9 @@ TORCH_MODES = {
     "flat_strided": ROWS_OOB,
     # a strided vector into a smaller output at 2 values: torch.take where it lies
     "flat_short": ROWS_OOB,
+    # a negative view of (4, 1) at 2048 values: index_select, where plain data reads rows as
+    # integer elements
+    "neg_elements": ROWS_OOB,
     # 2000 values none of which is negative: their extremes read by aminmax, used as given
     "sampled": ROWS_OOB,
     "grad_sampled": ROWS_OOB,
