@@ -212,6 +212,19 @@ def test_empty_indices_on_every_plan():
         assert got.dtype == data.dtype
 
 
+def traced_peak(call: Callable[[], Any]) -> tuple[Any, int]:
+    """``call()`` once to warm it, then again under tracemalloc: (its result, the peak of the
+    bytes it allocated)."""
+    call()
+    tracemalloc.start()
+    try:
+        result = call()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return result, peak
+
+
 @pytest.mark.parametrize(
     ("shape", "axis", "n"),
     [((1000, 8), 0, 20000), ((1000, 4), 0, 20000), ((64, 300, 1), 1, 512), ((300, 64), 0, 400)],
@@ -226,13 +239,7 @@ def test_forward_allocates_the_output_and_nothing_of_its_size(shape, axis, n, co
     if not contiguous:
         data = np.repeat(data, 2, axis=-1)[..., ::2]
     idx = indices_for(shape[axis], (n,), "int64", seed=6)
-    gatherx.gather(data, idx, axis=axis)
-    tracemalloc.start()
-    try:
-        out = gatherx.gather(data, idx, axis=axis)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    out, peak = traced_peak(lambda: gatherx.gather(data, idx, axis=axis))
     extra = peak - out.nbytes
     pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
     plan = st.numpy_forward_plan(pre, shape[axis], n, post, 4, contiguous=False)
@@ -240,19 +247,6 @@ def test_forward_allocates_the_output_and_nothing_of_its_size(shape, axis, n, co
     assert extra <= idx.nbytes + 2 * data.nbytes * (contiguous or copied) + 64 * 1024
     assert extra < out.nbytes / 2 or copied
     np.testing.assert_array_equal(out, np.take(data, idx, axis=axis))
-
-
-def traced_peak(call: Callable[[], Any]) -> tuple[Any, int]:
-    """``call()`` once to warm it, then again under tracemalloc: (its result, the peak of the
-    bytes it allocated)."""
-    call()
-    tracemalloc.start()
-    try:
-        result = call()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return result, peak
 
 
 @pytest.mark.parametrize(
