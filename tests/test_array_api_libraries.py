@@ -463,6 +463,8 @@ def test_ndonnx_graph_host_indices_and_gather_grad():
     out = gatherx.gather_grad((4, 3), index, grad)
     got = _ndonnx_run({"grad": grad, "index": index}, out, {"grad": g, "index": idx})
     assert_same(got, scatter_oracle((4, 3), idx, g, 0))
+    ops = {n.op_type for n in ndx.build({"grad": grad, "index": index}, {"out": out}).graph.node}
+    assert {"Equal", "Where", "CumSum"} <= ops, ops  # the masked sum the docs describe
 
 
 def test_ndonnx_gather_grad_refuses_a_grad_of_symbolic_shape():
@@ -648,28 +650,50 @@ def test_results_past_the_librarys_rank_are_refused(label, fewer):
     assert got.item() == 1.0
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16"])
-def test_ndonnx_gather_grad_sums_a_slot_alike_whatever_the_table(monkeypatch, dtype):
-    """A slot's sum of the same terms is the same bits whatever the table's size and however
-    its rows fall into the masked sums' blocks (onnxruntime's ReduceSum adds a row in another
-    order as the block holds more rows: 200 x 0.1 read 20.00004 in a table of one row and
-    19.99999 in one of more); close to the exact sum, as NumPy's float64 sum rounded once."""
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+def test_ndonnx_gather_grad_adds_in_index_order_whatever_the_table(monkeypatch, dtype):
+    """Every slot's sum is np.add.at's bits (term after term in index order; half precision
+    summed in float32, rounded once), whatever the table's size and however its rows fall
+    into the masked sums' blocks (onnxruntime's ReduceSum adds a row in another order as the
+    block holds more rows: 200 x 0.1 read 20.00004 in a table of one row and 19.99999 in one
+    of more)."""
     ndx = need("ndonnx")
     from gatherx._backends import array_api
 
     n = 512
-    grad = np.full(n, 0.1, dtype)
-    sums = []
-    for size, block in ((1, None), (2, None), (5, None), (5, 4 * n)):  # (blocks of 4 and 1 rows)
+    rng = np.random.default_rng(7)
+    grad = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)).astype(dtype)
+    grad[::7] = 0.1
+    wide = np.float32 if dtype == "float16" else dtype
+    for size, block in ((1, None), (2, None), (5, None), (5, 4 * n), (64, 3 * n)):
         if block:
             monkeypatch.setattr(array_api, "_BLOCK_ELEMENTS", block)
-        idx = np.tile([0, size - 1], n // 2)
+        idx = rng.integers(-size, size, n)
         got = gatherx.gather_grad((size,), ndx.asarray(idx), ndx.asarray(grad)).unwrap_numpy()
-        want = np.zeros(size)
-        np.add.at(want, idx, grad.astype(np.float64))
-        np.testing.assert_allclose(got, want.astype(dtype), rtol=1e-3)
-        sums.append(got[0] if size == 1 else got[0] + got[-1])
-    assert len({float(s) for s in sums}) == 1
+        want = np.zeros(size, wide)
+        np.add.at(want, idx, grad.astype(wide))
+        assert got.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(got.view(f"u{got.itemsize}"),
+                                      want.astype(dtype).view(f"u{got.itemsize}"))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("dtype", "values"),
+    [("float32", [-0.0]), ("float32", [-0.0, -0.0, -0.0]), ("int64", [2**62, 2**62, -(2**62) + 3]),
+     ("uint64", [2**64 - 1, 2**63, 5]), ("int8", [100, 100, -7]), ("uint32", [2**32 - 1, 2])],
+)  # fmt: skip
+def test_ndonnx_gather_grad_exact_sums_and_signed_zeros(dtype, values):
+    """-0.0 terms alone sum to +0.0, as a sum into zeros; integers wrap as NumPy's do, exact
+    past 2^53 (onnxruntime's ReduceSum rounds 64-bit integers through float64)."""
+    ndx = need("ndonnx")
+    grad = np.array(values, dtype)
+    for idx in (np.zeros(len(values), np.int64), np.arange(len(values)) - len(values)):
+        got = gatherx.gather_grad((len(values),), ndx.asarray(idx), ndx.asarray(grad))
+        want = np.zeros(len(values), dtype)
+        np.add.at(want, idx, grad)
+        got = got.unwrap_numpy()
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{got.itemsize}"))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])

@@ -195,8 +195,8 @@ class ArrayApiBackend(Backend):
         dtype, name = grad.dtype, self.dtype_name(grad)
         if name in _rules.HALF_DTYPES:  # sum in float32, round once
             grad = xp.astype(grad, xp.float32)
-        pairwise = not self.can.ordered_sums
-        if pairwise and name == "uint64":  # the same bits, and adds that wrap the same way
+        in_order = not self.can.ordered_sums
+        if in_order and name == "uint64":  # the same bits, and adds that wrap the same way
             grad = xp.astype(grad, xp.int64)
         pre, post = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
         g = xp.reshape(grad, (pre, 1, n, post))
@@ -209,20 +209,19 @@ class ArrayApiBackend(Backend):
             mask = xp.reshape(flat, (1, 1, n, 1)) == xp.reshape(rows, (1, -1, 1, 1))
             masked = xp.where(mask, g, zero)
             parts.append(
-                _pairwise_sum(xp, masked) if pairwise else xp.sum(masked, axis=2, dtype=grad.dtype)
+                _running_sum(xp, masked, zero)
+                if in_order
+                else xp.sum(masked, axis=2, dtype=grad.dtype)
             )
         out = parts[0] if len(parts) == 1 else xp.concat(parts, axis=1)
         return xp.astype(xp.reshape(out, shape), dtype)
 
 
-def _pairwise_sum(xp: Any, x: Any) -> Any:
-    """The sum over axis 2 of a rank-4 array by adds alone, in one order for every row
-    whatever the array's shape, exact for integers."""
-    while x.shape[2] > 1:
-        if x.shape[2] % 2:
-            x = xp.concat([x, xp.zeros_like(x[:, :, :1, :])], axis=2)
-        x = x[:, :, 0::2, :] + x[:, :, 1::2, :]
-    return x[:, :, 0, :]
+def _running_sum(xp: Any, x: Any, zero: Any) -> Any:
+    """The sum over axis 2 of a rank-4 array added term after term in index order, as
+    ``np.add.at`` adds (the last of its running sums: one ``CumSum`` node), into ``zero``
+    (so that terms of ``-0.0`` alone sum to ``+0.0``, as in a sum into zeros)."""
+    return xp.cumulative_sum(x, axis=2, dtype=x.dtype)[:, :, -1, :] + zero
 
 
 def _take(xp: Any, data: Any, index: Any, axis: int, can: caps.Capabilities) -> Any:

@@ -43,7 +43,8 @@ class Capabilities:
         its ``ReduceSum`` adds a row's float terms in another order as the array holds more
         rows (two slots of the same terms read sums thousands of float32 ulps apart), and
         rounds 64-bit integers through float64 (with no uint64 ``Where``): there the masked
-        sums are pairwise adds, one order for every row (of int64 for uint64, the same bits).
+        sums are running sums (``CumSum``), term after term in index order as ``np.add.at``
+        adds, for every row (of int64 for uint64, the same bits).
     strings_last_axis : bool
         Whether string data is gathered along its last axis only (axes moved there and
         back): onnxruntime's string Gather (ndonnx's evaluator, 1.32) copies one element per
