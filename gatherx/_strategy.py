@@ -807,13 +807,38 @@ def torch_grad_given(
     )
 
 
-def torch_backward_plan(index_dtype: str, device_type: str) -> str:
-    """``index_add`` (``zeros.index_add_`` on the data's shape, index as given) or
-    ``index_add_int64`` (the same after widening an int32 index, which the CPU kernel needs
-    for its fast innermost-dim path). Measured on CPU only: other devices keep the index."""
-    if device_type == "cpu" and index_dtype != "int64":
-        return "index_add_int64"
-    return "index_add"
+#: The fewest index positions from which PyTorch adds a gradient of one element a position
+#: on the CPU by ``scatter_add_`` (see ``torch_backward_plan``).
+TORCH_SCATTER_MIN_INDICES = 4096
+
+
+def torch_backward_plan(
+    index_dtype: str,
+    device_type: str,
+    n_index: int = 0,
+    elements: int = 0,
+    eager: bool = False,
+    half: bool = False,
+) -> str:
+    """How PyTorch adds a gradient of ``elements`` at ``n_index`` positions into zeros:
+
+    - ``scatter_add``: ``scatter_add_`` on the 1-D view of both, at an int64 index, where each
+      position holds one element (1-D data, or other dims of one), from
+      ``TORCH_SCATTER_MIN_INDICES`` positions, in plain (``eager``) CPU code, but for
+      float16 and bfloat16 (``half``: their own plans, in float32). ATen's ``index_add_``
+      of a 1-D table runs a serial loop that checks each position; ``scatter_add_`` adds in
+      the same order (the same bits) in 0.44-0.88x its time from 8192 positions, 0.7-1.0x at
+      4096, and loses below 2048 (1.3x at 64-128; docs/performance_details.md).
+    - ``index_add_int64``: ``zeros.index_add_`` on the data's shape after widening an int32
+      index, which the CPU kernel needs for its fast innermost-dim path.
+    - ``index_add``: the same at the index as given. Measured on CPU only: other devices keep
+      the index and ``index_add_``.
+    """
+    if device_type != "cpu":
+        return "index_add"
+    if eager and not half and n_index == elements and n_index >= TORCH_SCATTER_MIN_INDICES:
+        return "scatter_add"
+    return "index_add_int64" if index_dtype != "int64" else "index_add"
 
 
 #: PyTorch adds a gradient whose gathered axis has outer dimensions before it and rows of at

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -383,6 +385,85 @@ def test_torch_gradient_on_short_rows_added_on_its_rows(
         assert data.grad is not None
         np.testing.assert_array_equal(data.grad.to(wide).numpy(), want)
         assert (seen == [(2, 1)]) is rows
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis", "index_shape", "scatter"),
+    [((300,), 0, (5000,), True), ((1, 300), -1, (4096,), True), ((1, 300), 1, (4095,), False),
+     ((1, 300, 1), 1, (64, 64), True), ((300, 1), -2, (8, 640), True),
+     ((3, 300), 1, (5000,), False), ((1,), 0, (4, 1100), True)],
+)  # fmt: skip
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "uint64", "complex64", "float16"])
+def test_torch_gradient_of_one_element_a_position_added_as_one_dimension(
+    monkeypatch, shape, axis, index_shape, scatter, index_dtype, dtype
+):
+    """PyTorch adds a gradient that holds one element per index position (1-D data, or other
+    dims of one) from 4096 positions by ``scatter_add_`` on the 1-D view of both, but half
+    precision (its own plans): np.add.at's bits in index order (float sums of random values,
+    where the order shows; integers wrapping; float16 summed in float32, rounded once),
+    through ``gather_grad`` (of an expanded gradient too) and the backward of ``gather`` under
+    deterministic algorithms; the index is never written."""
+    torch = need("torch")
+    rng = np.random.default_rng(8)
+    ax = axis % len(shape)
+    size = shape[ax]
+    values = rng.integers(-size, size, index_shape).astype(index_dtype)
+    grad_shape = shape[:ax] + index_shape + shape[ax + 1 :]
+    if dtype in ("float32", "float64", "complex64"):
+        host = rng.standard_normal(grad_shape) * 10.0 ** rng.integers(-3, 4, grad_shape)
+    elif dtype == "float16":  # small integers: exact in float16 and in any order
+        host = rng.integers(-3, 4, grad_shape)
+    else:  # integers past their range: sums that wrap
+        host = rng.integers(-(2**62), 2**62, grad_shape)
+    wide = np.dtype(np.float32 if dtype == "float16" else dtype)
+    host = host.astype(wide)
+    tdtype = getattr(torch, dtype)
+    idx = torch.from_numpy(values.copy())
+    called: list[int] = []
+    real = torch.Tensor.scatter_add_
+    monkeypatch.setattr(torch.Tensor, "scatter_add_",
+                        lambda *a, **k: called.append(1) or real(*a, **k))  # fmt: skip
+
+    def tensor(a: np.ndarray) -> Any:
+        if dtype == "uint64":
+            return torch.from_numpy(np.ascontiguousarray(a).view(np.int64)).view(tdtype)
+        return torch.from_numpy(np.ascontiguousarray(a)).to(tdtype)
+
+    def bits(t: Any) -> np.ndarray:
+        t = t.detach()
+        if dtype == "uint64":
+            return t.view(torch.int64).numpy()
+        return t.numpy().view(f"u{t.element_size()}") if dtype != "float16" else (
+            t.view(torch.int16).numpy())  # fmt: skip
+
+    def check(got: Any, grad_host: np.ndarray) -> None:
+        want = np.zeros(shape, wide)
+        moved = np.moveaxis(grad_host, list(range(ax, ax + len(index_shape))),
+                            list(range(len(index_shape))))  # fmt: skip
+        np.add.at(np.moveaxis(want, ax, 0), values % size, moved)
+        assert got.dtype == tdtype
+        assert tuple(got.shape) == shape
+        np.testing.assert_array_equal(bits(got), bits(tensor(want)))
+
+    expect = scatter and dtype != "float16"
+    check(gatherx.gather_grad(shape, idx, tensor(host), axis=axis), host)
+    assert bool(called) is expect
+    np.testing.assert_array_equal(idx.numpy(), values)
+    first = host.reshape(-1)[:1]
+    spread = tensor(first).expand(math.prod(grad_shape)).reshape(grad_shape)  # stride 0
+    check(gatherx.gather_grad(shape, idx, spread, axis=axis), np.broadcast_to(first, grad_shape))
+    if dtype in ("float32", "float64", "complex64"):  # the backward of gather: the same path
+        called.clear()
+        data = torch.zeros(shape, dtype=tdtype, requires_grad=True)
+        before = torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(True)
+        try:
+            gatherx.gather(data, idx, axis=axis).backward(tensor(host))
+        finally:
+            torch.use_deterministic_algorithms(before)
+        check(data.grad, host)
+        assert bool(called) is expect
 
 
 @pytest.mark.parametrize("row", [1, 3])

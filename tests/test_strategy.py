@@ -1227,6 +1227,23 @@ def test_torch_backward_branches(index_dtype, shape, indices, axis):
 def test_torch_backward_keeps_index_off_cpu():
     assert st.torch_backward_plan("int32", "cuda") == "index_add"
     assert st.torch_backward_plan("int64", "cpu") == "index_add"
+    assert st.torch_backward_plan("int64", "cuda", 10**6, 10**6, True) == "index_add"
+
+
+@pytest.mark.parametrize(
+    ("index_dtype", "n", "elements", "eager", "half", "want"),
+    [("int64", 4096, 4096, True, False, "scatter_add"),
+     ("int32", 10**6, 10**6, True, False, "scatter_add"),
+     ("int64", 4095, 4095, True, False, "index_add"),
+     ("int32", 4095, 4095, True, False, "index_add_int64"),
+     ("int64", 4096, 8192, True, False, "index_add"),
+     ("int64", 4096, 4096, False, False, "index_add"),
+     ("int32", 4096, 4096, True, True, "index_add_int64")],
+)  # fmt: skip
+def test_torch_backward_plan_one_element_a_position(index_dtype, n, elements, eager, half, want):
+    """A gradient of one element per index position, from 4096 positions, in plain eager CPU
+    code, but half precision: ``scatter_add_`` on its 1-D view."""
+    assert st.torch_backward_plan(index_dtype, "cpu", n, elements, eager, half) == want
 
 
 # --------------------------------------------------------------------------- JAX

@@ -446,25 +446,32 @@ def scatter_add(grad: torch.Tensor, index: torch.Tensor, axis: int, size: int) -
         return on_every_rank(lambda g, i: scatter_add(g, i, axis, size), grad, index)
     if host_scalar(index):
         return scatter_at(grad, int(index), axis, size)
-    # index_add is deterministic under torch.use_deterministic_algorithms(True), CUDA included.
+    # index_add is deterministic under torch.use_deterministic_algorithms(True), CUDA included
+    # (scatter_add, a CPU plan only, adds serially in index order).
     k = index.ndim
     if not grad.numel():  # nothing to add (an empty index, or empty slices): the zeros alone
         dims = list(grad.shape)
         return grad.new_zeros([*dims[:axis], size, *dims[axis + k :]])
     flat = index if k == 1 else index.reshape(-1)
     kind = "cpu" if flat.is_cpu else flat.device.type
-    if torch_backward_plan(_INDEX_NAMES[flat.dtype], kind) == "index_add_int64":
-        flat = flat.long()  # see _strategy: the CPU kernel's fast path needs int64
-    dims = list(grad.shape)
+    n, dims = flat.shape[0], list(grad.shape)
+    plan = torch_backward_plan(
+        _INDEX_NAMES[flat.dtype], kind, n, grad.numel(), plain_eager(), grad.dtype in HALF
+    )
+    if plan != "index_add":
+        flat = flat.long()  # see _strategy: the CPU kernels need int64 (scatter_add_ only it)
+    if plan == "scatter_add":  # one element a position: both as one dimension
+        source = signed_view(grad).reshape(-1)
+        lines = signed_view(grad.new_zeros(size)).scatter_add_(0, flat, source)
+        return bits_as(lines, grad.dtype).view([*dims[:axis], size, *dims[axis + k :]])
     # (compiled: sizes may be symbolic, and comparing one would guard the graph on it)
     row = 0 if compiling() else torch_grad_rows(dims, axis, k, kind)
     if row:  # on (pre, n x row) views, the axis last, at the index over each row's elements
         table = [*dims[:axis], size, *dims[axis + k :]]
         lines = grad.reshape(math.prod(dims[:axis]), -1)
-        n = flat.shape[0]
         return _scatter_flat(lines, over_rows(flat, row), 1, size * row, n).view(table)
     if k != 1:  # (flatten has no batching rule for vmap over the backward)
-        dims[axis : axis + k] = [flat.shape[0]]
+        dims[axis : axis + k] = [n]
         grad = grad.reshape(*dims)
     return _scatter_flat(grad, flat, axis, size)
 
