@@ -827,8 +827,9 @@ def torch_backward_plan(
       ``TORCH_SCATTER_MIN_INDICES`` positions, in plain (``eager``) CPU code, but for
       float16 and bfloat16 (``half``: their own plans, in float32). ATen's ``index_add_``
       of a 1-D table runs a serial loop that checks each position; ``scatter_add_`` adds in
-      the same order (the same bits) in 0.44-0.88x its time from 8192 positions, 0.7-1.0x at
-      4096, and loses below 2048 (1.3x at 64-128; docs/performance_details.md).
+      the same order (the same bits) in 0.44-0.88x its time at 10^5-10^6 positions,
+      0.69-1.01x at 8192, 0.69-1.02x at 4096, and loses below 2048 (1.3x at 64-128; whole
+      calls 0.78-0.81x at the median on the sweep's such cases; docs/performance_details.md).
     - ``index_add_int64``: ``zeros.index_add_`` on the data's shape after widening an int32
       index, which the CPU kernel needs for its fast innermost-dim path.
     - ``index_add``: the same at the index as given. Measured on CPU only: other devices keep
