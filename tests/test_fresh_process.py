@@ -110,6 +110,10 @@ else:
             return call(torch.arange(2.0**17), ids)
         if mode == "flat_short":  # a strided vector into a smaller output: read where it lies
             return call((torch.arange(8.0) / 2)[::2], torch.from_numpy(ids[0]))
+        if mode == "grad_flat_long":  # 1-D data's gradient at 40000 values: scatter_add_
+            leaf = torch.arange(4.0).requires_grad_()
+            call(leaf, torch.from_numpy(np.tile(ids.ravel(), 10000))).sum().backward()
+            return leaf.grad
         if mode.startswith("flat"):  # 1-D data: torch.take at the index as given
             ids = np.tile(ids.ravel(), FLAT_TILES.get(mode, 1))
             ids = ids if mode in FLAT_TILES else ids.reshape(2, 2)
@@ -223,6 +227,10 @@ def _expected(mode: str) -> np.ndarray:
         return np.take(np.arange(2.0**17), np.tile(IDS.ravel() * 2**15, 2**18))
     if mode == "flat_short":
         return np.take(np.arange(4.0), IDS[0])
+    if mode == "grad_flat_long":
+        want = np.zeros(4)
+        np.add.at(want, np.tile(IDS.ravel(), 10000), 1.0)
+        return want
     if mode.startswith("flat"):
         tiles = {"flat_many": 250, "flat_long": 10000, "flat_strided": 10000}
         return np.take(np.arange(4.0), np.tile(IDS.ravel(), tiles[mode]) if mode in tiles else IDS)
@@ -303,6 +311,8 @@ TORCH_MODES = {
     "flat_strided": ROWS_OOB,
     # a strided vector into a smaller output at 2 values: torch.take where it lies
     "flat_short": ROWS_OOB,
+    # 1-D data's gradient at 40000 values: scatter_add_ on it
+    "grad_flat_long": ROWS_OOB,
     # a negative view of (4, 1) at 2048 values: index_select, where plain data reads rows as
     # integer elements
     "neg_elements": ROWS_OOB,
