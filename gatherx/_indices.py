@@ -29,27 +29,45 @@ def is_host(indices: object) -> bool:
 _INT64_BOUNDS = (-(2**63), 2**63 - 1)
 
 
-def plain_ints_shape(indices: Any) -> tuple[int, ...] | None:
+def plain_ints_shape(indices: Any, within_int64: bool = True) -> tuple[int, ...] | None:
     """The shape of ``indices`` if they are a Python int or a rectangular nest of lists and
-    tuples of them, each within int64 (no bool, no NumPy value), else None: what a tracer can
-    hold as a constant tensor without NumPy, which it cannot trace."""
+    tuples of them, each within int64 unless ``within_int64`` is False (no bool, no NumPy
+    value), else None: what a tracer can hold as a constant tensor without NumPy, which it
+    cannot trace (values beyond int64 after :func:`int64_clamped`)."""
     if type(indices) is int:
-        return () if _INT64_BOUNDS[0] <= indices <= _INT64_BOUNDS[1] else None
+        if within_int64 and not _INT64_BOUNDS[0] <= indices <= _INT64_BOUNDS[1]:
+            return None
+        return ()
     if type(indices) not in (list, tuple):
         return None
-    return _rectangular_ints(indices)
+    return _rectangular_ints(indices, within_int64)
 
 
-def _rectangular_ints(nest: list[Any] | tuple[Any, ...]) -> tuple[int, ...] | None:
-    """The shape of a nest of lists and tuples of plain ints within int64, or None."""
+def _rectangular_ints(
+    nest: list[Any] | tuple[Any, ...], within_int64: bool
+) -> tuple[int, ...] | None:
+    """The shape of a nest of lists and tuples of plain ints (within int64), or None."""
     if all(type(v) is int for v in nest):
         low, high = _INT64_BOUNDS
-        return (len(nest),) if all(low <= v <= high for v in nest) else None
-    shapes = {_rectangular_ints(v) if type(v) in (list, tuple) else None for v in nest}
+        if within_int64 and not all(low <= v <= high for v in nest):
+            return None
+        return (len(nest),)
+    shapes = {
+        _rectangular_ints(v, within_int64) if type(v) in (list, tuple) else None for v in nest
+    }
     inner = shapes.pop()
     if shapes or inner is None:  # ragged, or a value that is not a plain int
         return None
     return (len(nest), *inner)
+
+
+def int64_clamped(values: Any) -> Any:
+    """Python ints, or a nest of lists and tuples of them, with each value beyond int64 moved
+    to the int64 extreme on its side: outside every axis's range as the value itself is
+    (an axis holds at most 2**63 - 1 slots), so that a bounds check refuses it alike."""
+    if type(values) is int:
+        return min(max(values, _INT64_BOUNDS[0]), _INT64_BOUNDS[1])
+    return [int64_clamped(v) for v in values]
 
 
 def host_indices(indices: Any, fn: str) -> np.ndarray:

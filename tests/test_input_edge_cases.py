@@ -319,6 +319,45 @@ def test_read_only_numpy_indices_leave_no_warning(backend, xp):
     assert not indices.flags.writeable
 
 
+@pytest.mark.parametrize(
+    "make",
+    [lambda: np.array([2, 0])[::-2], lambda: np.array([[2], [-5]])[::-2], lambda: np.array(-1)],
+    ids=["1-d", "2-d", "0-d"],
+)
+def test_numpy_indices_contiguous_with_a_negative_stride(backend, xp, make):
+    """NumPy counts an axis of length 1 as contiguous whatever its stride (torch refuses a
+    negative one): such indices read as any other, in gather, out=, gather_grad and (PyTorch)
+    a gather whose data requires grad or is a subclass."""
+    indices = make()
+    if indices.ndim:
+        assert indices.flags.c_contiguous
+        assert min(indices.strides) < 0
+    host = np.arange(5, dtype=np.float32)
+    data = from_numpy(backend, host)
+    want = np.take(host, indices % 5)
+    assert_same(gatherx.gather(data, indices), want, like=data)
+    grad = np.ones(want.shape, np.float32)
+    expected = np.zeros(5, np.float32)
+    np.add.at(expected, indices % 5, grad)
+    assert_same(gatherx.gather_grad((5,), indices, from_numpy(backend, grad)), expected, like=data)
+    if backend in (Backend.NUMPY, Backend.TORCH):
+        out = from_numpy(backend, np.full(want.shape, 7.0, np.float32))
+        assert gatherx.gather(data, indices, out=out) is out
+        assert_same(out, want, like=data)
+    if backend is Backend.TORCH:
+        leaf = data.clone().requires_grad_(True)
+        gatherx.gather(leaf, indices).backward(from_numpy(backend, grad))
+        assert_same(leaf.grad, expected, like=data)
+        torch = need("torch")
+
+        class Sub(torch.Tensor):  # a subclass: the general path's host read
+            pass
+
+        got = gatherx.gather(data.as_subclass(Sub), indices)
+        assert type(got) is Sub
+        assert_same(got.as_subclass(torch.Tensor), want, like=data)
+
+
 @pytest.mark.parametrize("name", ["float16", "bfloat16"])
 def test_half_precision_gradients_are_summed_in_float32(backend, xp, name):
     reason = supports_dtype(backend, name)

@@ -327,6 +327,33 @@ def test_python_int_indices_compile_in_one_graph(compiler, dynamic):
 
 
 @pytest.mark.parametrize(
+    "indices", [2**63, [0, 2**64], -(2**63) - 1, [[1], [-(2**70)]], (2**63,)], ids=str
+)
+@pytest.mark.parametrize("compiler", ["eager", "aot_eager"])
+def test_python_ints_beyond_int64_fail_the_graphs_check(compiler, indices):
+    """No tensor holds them: the graph holds the int64 extreme on their side, which the
+    graph's check refuses as any other bad index, at either opset's range."""
+    import numpy as np
+
+    x = torch.arange(5.0)
+    for opset in (13, 1):
+        bad = torch.compile(
+            lambda a, o=opset: gatherx.gather(a, indices, opset=o),
+            backend=compiler, fullgraph=True,
+        )  # fmt: skip
+        for _ in range(2):
+            with pytest.raises(RuntimeError, match=r"^gather: indices element out of data bounds"):
+                bad(x)
+    bad_grad = torch.compile(
+        lambda g: gatherx.gather_grad((5,), indices, g), backend=compiler, fullgraph=True
+    )
+    with pytest.raises(RuntimeError, match=r"^gather_grad: indices element out of data bounds"):
+        bad_grad(torch.ones(np.shape(indices)))
+    with pytest.raises(IndexError, match="idx="):  # eagerly: the value and its position
+        gatherx.gather(x, indices)
+
+
+@pytest.mark.parametrize(
     "values", [7, -(2**63), [9], [[-9]], (5,), [1, 2], [[1], [2]], []], ids=str
 )
 def test_constant_index_holds_python_ints_as_torch_tensor_does(values):
@@ -339,3 +366,18 @@ def test_constant_index_holds_python_ints_as_torch_tensor_does(values):
     want = torch.tensor(values, dtype=torch.int64)
     assert (got.shape, got.dtype) == (want.shape, want.dtype)
     assert torch.equal(got, want)
+
+
+def test_constant_index_holds_ints_beyond_int64_at_its_extremes():
+    """What a compiled call makes of Python ints beyond int64, run eagerly (coverage cannot
+    see Dynamo's trace): the int64 extreme on each one's side, the rest as given."""
+    from gatherx._backends.torch.kernels import constant_index
+    from gatherx._indices import int64_clamped, plain_ints_shape
+
+    values = [[2**64, -1], [-(2**70), 2**63 - 1]]
+    assert plain_ints_shape(values) is None
+    assert plain_ints_shape(values, False) == (2, 2)
+    got = constant_index(int64_clamped(values), (2, 2), torch.device("cpu"))
+    assert torch.equal(got, torch.tensor([[2**63 - 1, -1], [-(2**63), 2**63 - 1]]))
+    assert constant_index(int64_clamped(-(2**63) - 1), (), torch.device("cpu")) == -(2**63)
+    assert plain_ints_shape([1, [2]], False) is None  # ragged either way

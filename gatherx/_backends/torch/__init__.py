@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from ... import _errors, _policy, _rules
-from ..._indices import plain_ints_shape
+from ..._indices import int64_clamped, plain_ints_shape
 from ..._strategy import torch_grad_given
 from ..base import Backend
 from . import autograd, bounds, kernels, subclasses
@@ -23,6 +23,7 @@ from .domain import (
     few_values,
     host_tensor,
     ints_index,
+    shareable,
 )
 from .modes import compiling, needs_autograd, onnx_exporting, plain_eager, tracing
 
@@ -141,11 +142,12 @@ class TorchBackend(Backend):
         return x
 
     def index(self, indices: Any, like: Any, fn: str) -> Any:
-        shape = plain_ints_shape(indices) if compiling() else None
+        shape = plain_ints_shape(indices, False) if compiling() else None
         if shape is not None and not subclasses.is_dtensor(like):
             # Python ints are constants of the graph (NumPy, which reads other host indices,
-            # cannot be traced): a tensor the graph's bounds check reads like any other
-            indices = kernels.constant_index(indices, shape, like.device)
+            # cannot be traced): a tensor the graph's bounds check reads like any other, those
+            # beyond int64 at its extremes, which the check refuses as it would them
+            indices = kernels.constant_index(int64_clamped(indices), shape, like.device)
         return super().index(indices, like, fn)
 
     def check_index(self, index: Any, like: Any, fn: str) -> None:
@@ -155,10 +157,9 @@ class TorchBackend(Backend):
             raise _errors.device_mismatch(fn, index.device, like.device)
 
     def from_host(self, host: np.ndarray, like: Any) -> Any:
-        flags = host.flags
-        owned = not (flags.writeable and flags.c_contiguous)
+        owned = not shareable(host)
         if owned:
-            host = np.array(host)  # torch refuses negative strides and warns on read-only memory
+            host = np.array(host)
         device = like.device
         if subclasses.is_dtensor(like):
             return subclasses.replicated(torch.as_tensor(host, device=device), like)

@@ -75,18 +75,24 @@ def eager_cpu_call(
 _SHARED_INDEX_DTYPES = frozenset({np.dtype(np.int64), np.dtype(np.int32)})
 
 
+def shareable(host: np.ndarray) -> bool:
+    """Whether ``torch.from_numpy`` can share ``host``'s memory as it lies: writeable (it
+    warns on read-only memory), C-contiguous and with no negative stride (NumPy counts an
+    axis of length 1 as contiguous whatever its stride, ``np.array([2, 0])[::-2]``; torch
+    refuses any negative one)."""
+    flags = host.flags
+    return flags.writeable and flags.c_contiguous and min(host.strides, default=0) >= 0
+
+
 def host_tensor(indices: Any, data: Any) -> torch.Tensor | None:
     """Host indices of plain CPU ``data`` in plain eager code as the CPU tensor the eager
     path reads (the flow reads both alike, by the same rules): a Python int within int64, a
-    flat list or tuple of at most ``SMALL_HOST_INDEX`` of them, or a writeable C-contiguous
-    NumPy int32/int64 array (shared, but for ``data`` that requires grad); None for anything
-    else, which the flow reads."""
+    flat list or tuple of at most ``SMALL_HOST_INDEX`` of them, or a
+    NumPy int32/int64 array that it can share (:func:`shareable`; shared, but for ``data``
+    that requires grad); None for anything else, which the flow reads."""
     kind = type(indices)
     if kind is np.ndarray:
-        flags = indices.flags
-        if indices.dtype not in _SHARED_INDEX_DTYPES or not (
-            flags.writeable and flags.c_contiguous
-        ):
+        if indices.dtype not in _SHARED_INDEX_DTYPES or not shareable(indices):
             return None
     elif kind is int:
         if plain_ints_shape(indices) is None:  # beyond int64
