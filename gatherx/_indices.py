@@ -86,9 +86,13 @@ def host_indices(indices: Any, fn: str) -> np.ndarray:
         arr = _python_ints(indices, fn)
         if arr.dtype != object:
             _rules.check_index_dtype(_rules.dtype_name(arr.dtype), "Python", fn)
-    if not arr.dtype.isnative:
-        arr = arr.astype(arr.dtype.newbyteorder("="))
-    return arr
+    return native_order(arr)
+
+
+def native_order(x: np.ndarray) -> np.ndarray:
+    """``x``, or a copy of it in native byte order where it is in the other one (which
+    frameworks that take NumPy arrays, JAX's included, refuse)."""
+    return x if x.dtype.isnative else x.astype(x.dtype.newbyteorder("="))
 
 
 def plain_ndarray(x: np.ndarray, fn: str, role: str) -> np.ndarray:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import importlib
+import math
 import os
 import subprocess
 import sys
@@ -207,3 +208,23 @@ def random_data(rng: np.random.Generator, shape: tuple[int, ...], name: str) -> 
             .reshape(shape)
         )
     return rng.standard_normal(size).astype(np.float32).astype(dtype).reshape(shape)
+
+
+def grads_at_the_rank_limit(hold: Any, limit: int) -> Any:
+    """(gather_grad of ``hold``'s arrays, its oracle) of results of ``limit`` dimensions, the
+    axis first, inside and last, and of a gradient of ``limit`` dimensions at an index of two:
+    NumPy's ``add.at`` crashes the interpreter past 32, so the oracle adds slot by slot."""
+    import gatherx
+
+    for axis, k in ((0, 1), (limit // 2, 1), (limit - 1, 1), (limit // 2, 2)):
+        shape = [1] * (limit + 1 - k)
+        shape[axis] = 3
+        index = np.array([2, -1, 0, 1, 2]) if k == 1 else np.array([[2, -1], [0, 2]])
+        grad_shape = (*shape[:axis], *index.shape, *shape[axis + 1 :])
+        grad = np.arange(1.0, 1.0 + math.prod(grad_shape)).reshape(grad_shape)
+        want = np.zeros(shape)
+        rows = grad.reshape(index.size)
+        for at, value in zip(index.reshape(-1) % 3, rows, strict=True):
+            want[(0,) * axis + (at,)] += value
+        got = hold(gatherx.gather_grad(tuple(shape), index, hold(grad), axis=axis))
+        yield np.asarray(got), want

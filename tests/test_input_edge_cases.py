@@ -6,7 +6,15 @@ import warnings
 
 import numpy as np
 import pytest
-from support import Backend, assert_same, from_numpy, need, numpy_max_rank, supports_dtype
+from support import (
+    Backend,
+    assert_same,
+    from_numpy,
+    grads_at_the_rank_limit,
+    need,
+    numpy_max_rank,
+    supports_dtype,
+)
 
 import gatherx
 
@@ -167,6 +175,8 @@ def test_numpy_result_rank_beyond_numpys_limit():
     np.testing.assert_array_equal(gatherx.gather(data, index), np.take(data, index, axis=0))
     with pytest.raises(ValueError, match=f"gather_grad: the result would have rank {limit + 1}"):
         gatherx.gather_grad((1,) * (limit + 1), 0, np.zeros((1,) * limit))
+    for got in grads_at_the_rank_limit(lambda g: g, limit):
+        np.testing.assert_array_equal(*got)
 
 
 @pytest.mark.parametrize("lib", ["array_api_strict", "dask"])
@@ -183,6 +193,22 @@ def test_libraries_on_numpy_arrays_have_numpys_rank_limit(lib):
         gatherx.gather(data, np.zeros(ones, np.int64))
     index = np.zeros((1,) * (limit // 2), np.int64)  # a result at the limit: gathered
     assert np.asarray(gatherx.gather(data, index)).shape == (1,) * limit
+    if lib == "dask":
+        da = need("dask.array")
+
+        def hold(x):
+            return x.compute() if isinstance(x, da.Array) else da.from_array(x, chunks=2)
+    else:
+
+        def hold(x):
+            return (
+                np.asarray(x)
+                if not isinstance(x, np.ndarray)
+                else from_numpy(Backend.ARRAY_API_STRICT, x)
+            )
+
+    for got in grads_at_the_rank_limit(hold, limit):
+        np.testing.assert_array_equal(*got)
 
 
 def test_structured_dtype_names_do_not_depend_on_earlier_calls():

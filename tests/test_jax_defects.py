@@ -390,6 +390,27 @@ def test_numpy_integers_that_jax_would_wrap_are_refused(dtype) -> None:
             gatherx.gather_grad((2, 2), idx, wide)
 
 
+@pytest.mark.parametrize("dtype", [">f4", ">f8", ">c8", ">i2", ">i4", ">u2", ">u8", ">i8"])
+def test_numpy_data_in_the_other_byte_order_with_jax_indices(dtype) -> None:
+    """JAX refuses NumPy arrays in non-native byte order: data and grad are taken in native
+    order (their values), gathered, differentiated and refused past 32 bits as any other."""
+    host = np.array([[3, 7], [5, 9], [1, 4]]).astype(dtype)
+    idx = jnp.asarray([2, -1, 0], INT)
+    want = np.take(host, [2, 2, 0], axis=0)
+    got = gatherx.gather(host, idx)
+    assert_same(got, np.asarray(jnp.take(jnp.asarray(host.astype(host.dtype.newbyteorder("="))),
+                                         jnp.asarray([2, 2, 0]), axis=0)))  # fmt: skip
+    assert to_numpy(got).tolist() == want.tolist()
+    assert to_numpy(jax.jit(lambda i: gatherx.gather(host, i))(idx)).tolist() == want.tolist()
+    summed = np.zeros(host.shape, host.dtype)
+    np.add.at(summed, [2, 2, 0], want)
+    got = gatherx.gather_grad(host.shape, idx, want)
+    assert to_numpy(got).tolist() == summed.tolist()
+    if not X64 and dtype[1:] in ("u8", "i8"):
+        with pytest.raises(TypeError, match=r"holds 1099511627776 at position \(1,\), beyond"):
+            gatherx.gather(np.array([1, 2**40], dtype), idx)
+
+
 def test_numpy_data_at_jax_indices_reads_its_errors_in_the_flows_order() -> None:
     """NumPy data is checked as the flow checks any data (axis, rank, the opset's dtypes)
     before JAX takes it: the error is the one NumPy indices would give, but for the name."""

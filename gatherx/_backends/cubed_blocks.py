@@ -18,6 +18,7 @@ from cubed.core.ops import blockwise
 
 from .. import _rules
 from .chunked import block_start, first_bad, host_chunks, normalized, raise_first_bad
+from .host_sums import add_at
 
 
 class Lazy(NamedTuple):
@@ -60,8 +61,7 @@ def _add(grad: np.ndarray, index: np.ndarray, *, size: int, axis: int, dtype: An
     """Zeros along the whole axis with the rows of ``grad`` added at ``index`` (in order)."""
     rows = grad.reshape((*grad.shape[:axis], index.size, *grad.shape[axis + index.ndim :]))
     acc = np.zeros((*rows.shape[:axis], size, *rows.shape[axis + 1 :]), dtype=dtype)
-    where: Any = (*(slice(None),) * axis, index.reshape(-1))
-    np.add.at(acc, where, rows)
+    add_at(acc, index.reshape(-1), rows, axis)
     return acc.astype(grad.dtype, copy=False)
 
 

@@ -24,6 +24,7 @@ from .. import _errors, _rules
 from .base import Backend
 from .chunked import Chunks, first_bad, host_chunks, normalized, offsets, raise_first_bad
 from .chunked import blocks as _blocks
+from .host_sums import add_at
 
 
 def _require_known(chunks: Chunks, what: str, fn: str) -> None:
@@ -92,12 +93,11 @@ def _add_at(
     """``acc`` (zeros at first) plus the rows of ``grad`` at flat index ``positions``, added
     at ``local`` along ``axis``; duplicates accumulate (``np.add.at`` is unbuffered)."""
     if acc is None:
-        acc = np.zeros_like(grad, shape=shape)
+        acc = np.zeros_like(grad, shape=shape, order="C")
     # The index count is spelled out: -1 cannot be resolved for an empty block.
     count = math.prod(grad.shape[axis : grad.ndim - len(shape) + axis + 1])
     rows = np.take(grad.reshape((*shape[:axis], count, *shape[axis + 1 :])), positions, axis=axis)
-    where: Any = (*(slice(None),) * axis, local)
-    np.add.at(acc, where, rows)
+    add_at(acc, local, rows, axis)
     return acc
 
 

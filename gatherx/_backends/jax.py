@@ -24,7 +24,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from .. import _errors, _policy, _rules
-from .._indices import plain_ndarray
+from .._indices import native_order, plain_ndarray
 from .._strategy import (
     JAX_HALF_SUMS_AS_BITS,
     jax_gather_mode,
@@ -467,10 +467,12 @@ def _eager_host(
 def _held(host: np.ndarray, fn: str, role: str) -> np.ndarray:
     """NumPy ``host`` data or grad of an ONNX dtype, refused where JAX would not hold it as
     it is: strings, or integers beyond the 32-bit type JAX narrows them to without
-    jax_enable_x64 (which it would wrap). Floats round as JAX rounds them."""
+    jax_enable_x64 (which it would wrap); in native byte order. Floats round as JAX rounds
+    them."""
     if host.dtype.kind in "USOT":
         why, advice = "JAX arrays hold no strings", "pass NumPy indices to gather it with NumPy"
         raise _errors.library_lacks_dtype(fn, role, "jax", "string", why, advice)
+    host = native_order(host)
     held = _held_dtype(host.dtype)
     if held != host.dtype and host.dtype.kind in "iu" and host.size:
         low, high = np.iinfo(held).min, np.iinfo(held).max

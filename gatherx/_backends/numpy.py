@@ -21,6 +21,7 @@ from .._strategy import (
     numpy_scalar_plan,
 )
 from .base import Backend, OutWriter
+from .host_sums import add_at
 
 #: The formulations of the forward, named as :func:`gatherx._strategy.numpy_forward_plan`
 #: returns them.
@@ -433,8 +434,7 @@ def _add_at(shape: tuple[int, ...], idx: np.ndarray, grad: np.ndarray, axis: int
     ``np.add.at``, in the gradient's dtype (negative indices count from the end)."""
     out = np.zeros(shape, dtype=grad.dtype)
     if grad.size:
-        key: tuple[Any, ...] = (*(slice(None),) * axis, idx)
-        np.add.at(out, key, grad)
+        add_at(out, idx, grad, axis)
     return out
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import sparse
 
 from .. import _rules
+from .host_sums import add_at
 
 
 def _coo(x: Any) -> Any:
@@ -60,8 +61,7 @@ def scatter_add(shape: tuple[int, ...], index: np.ndarray, grad: Any, axis: int)
     if coo.fill_value != 0:  # every element adds: nothing stays sparse
         rows = np.asarray(coo.todense())
         acc = np.zeros(shape, dtype=np.float32 if half else dtype)
-        where: Any = (*(slice(None),) * axis, index.reshape(-1))
-        np.add.at(acc, where, rows.reshape((*shape[:axis], index.size, *shape[axis + 1 :])))
+        add_at(acc, index, rows, axis)
         return _as_format(sparse.COO.from_numpy(acc.astype(dtype)), grad)
     q = index.ndim
     inner = coo.coords[axis : axis + q]
