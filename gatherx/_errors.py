@@ -321,7 +321,8 @@ def out_of_bounds_symbolic(
     from ._rules import NEGATIVE_INDICES_SINCE
 
     low = "-s" if opset >= NEGATIVE_INDICES_SINCE else "0"
-    note = f" (negative indices need opset >= {NEGATIVE_INDICES_SINCE})" if value < 0 else ""
+    negative = value < 0 and opset < NEGATIVE_INDICES_SINCE
+    note = f" (negative indices need opset >= {NEGATIVE_INDICES_SINCE})" if negative else ""
     return IndexError(
         f"{fn}: indices element out of data bounds, idx={value} at position "
         f"{tuple(position)} of indices must be within the inclusive range [{low},s-1] for "

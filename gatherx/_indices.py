@@ -26,7 +26,8 @@ def is_host(indices: object) -> bool:
     )
 
 
-_INT64_BOUNDS = (-(2**63), 2**63 - 1)
+#: The least and greatest int64.
+INT64_BOUNDS = (-(2**63), 2**63 - 1)
 
 
 def plain_ints_shape(indices: Any, within_int64: bool = True) -> tuple[int, ...] | None:
@@ -35,7 +36,7 @@ def plain_ints_shape(indices: Any, within_int64: bool = True) -> tuple[int, ...]
     value), else None: what a tracer can hold as a constant tensor without NumPy, which it
     cannot trace (values beyond int64 after :func:`int64_clamped`)."""
     if type(indices) is int:
-        if within_int64 and not _INT64_BOUNDS[0] <= indices <= _INT64_BOUNDS[1]:
+        if within_int64 and not INT64_BOUNDS[0] <= indices <= INT64_BOUNDS[1]:
             return None
         return ()
     if type(indices) not in (list, tuple):
@@ -48,7 +49,7 @@ def _rectangular_ints(
 ) -> tuple[int, ...] | None:
     """The shape of a nest of lists and tuples of plain ints (within int64), or None."""
     if all(type(v) is int for v in nest):
-        low, high = _INT64_BOUNDS
+        low, high = INT64_BOUNDS
         if within_int64 and not all(low <= v <= high for v in nest):
             return None
         return (len(nest),)
@@ -66,7 +67,7 @@ def int64_clamped(values: Any) -> Any:
     to the int64 extreme on its side: outside every axis's range as the value itself is
     (an axis holds at most 2**63 - 1 slots), so that a bounds check refuses it alike."""
     if type(values) is int:
-        return min(max(values, _INT64_BOUNDS[0]), _INT64_BOUNDS[1])
+        return min(max(values, INT64_BOUNDS[0]), INT64_BOUNDS[1])
     return [int64_clamped(v) for v in values]
 
 

@@ -26,13 +26,31 @@ DYNAMO_MIN_OPSET = 18
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
+#: The node attributes that name the dtype of what the node makes (Cast's, the random ops').
+_DTYPE_ATTRIBUTES = frozenset({"to", "dtype"})
+
+
 def _holds_bfloat16(graph: onnx.GraphProto) -> bool:
-    """Whether an input, output, typed value or initializer of ``graph`` is bfloat16."""
+    """Whether an input, output, typed value or initializer of ``graph`` is bfloat16, or a
+    node (of it or of its subgraphs) makes one: a cast to it, a constant of it (the
+    TorchScript exporter types no value between nodes)."""
     typed = (*graph.input, *graph.output, *graph.value_info)
     bfloat16 = onnx.TensorProto.BFLOAT16
-    return any(v.type.tensor_type.elem_type == bfloat16 for v in typed) or any(
+    if any(v.type.tensor_type.elem_type == bfloat16 for v in typed) or any(
         t.data_type == bfloat16 for t in graph.initializer
-    )
+    ):
+        return True
+    kinds = onnx.AttributeProto
+    for node in graph.node:
+        for a in node.attribute:
+            if (
+                (a.type == kinds.INT and a.name in _DTYPE_ATTRIBUTES and a.i == bfloat16)
+                or (a.type == kinds.TENSOR and a.t.data_type == bfloat16)
+                or (a.type == kinds.GRAPH and _holds_bfloat16(a.g))
+                or (a.type == kinds.GRAPHS and any(_holds_bfloat16(g) for g in a.graphs))
+            ):
+                return True
+    return False
 
 
 def opset_of(model: onnx.ModelProto) -> int:
@@ -89,14 +107,39 @@ def _feeds(names: Sequence[str], inputs: Any, constants: Mapping[str, Any]) -> l
 
 
 def _like(x: Any, other: Any) -> Any:
-    """NumPy constant ``x`` moved to the framework and device of the array ``other``."""
-    from array_api_compat import array_namespace, device, is_array_api_obj
+    """NumPy constant ``x`` moved to the framework and device of the array ``other``; for
+    JAX left as it is: :func:`gatherx.gather` takes NumPy data at JAX indices itself, and
+    refuses what JAX cannot hold (strings, 64-bit values beyond 32 bits without x64)."""
+    from array_api_compat import (
+        array_namespace,
+        device,
+        is_array_api_obj,
+        is_jax_array,
+        is_torch_array,
+    )
 
     if not isinstance(x, np.ndarray) or isinstance(other, np.ndarray):
         return x
-    if not is_array_api_obj(other):
+    if not is_array_api_obj(other) or is_jax_array(other):
         return x
-    return array_namespace(other).asarray(x, device=device(other))
+    name = _rules.dtype_name(x.dtype)
+    if is_torch_array(other) and name == "bfloat16":
+        import torch  # (loaded: other is a tensor)
+
+        # torch reads no ml_dtypes array: the same bits, as int16
+        bits = torch.from_numpy(np.ascontiguousarray(x).view(np.int16))
+        return bits.view(torch.bfloat16).to(other.device)
+    xp = array_namespace(other)
+    try:
+        return xp.asarray(x, device=device(other))
+    except (TypeError, ValueError) as why:  # a dtype the library has no arrays of
+        framework = type(other).__module__.split(".")[0]
+        msg = (
+            f"gatherx.onnx: the model's data initializer of dtype {name} cannot be moved to "
+            f"{framework}, the framework of the indices given, which has no such arrays; "
+            f"pass NumPy indices to gather it with NumPy"
+        )
+        raise TypeError(msg) from why
 
 
 def run(

@@ -10,8 +10,8 @@ import torch
 
 from . import _errors
 from ._api import gather
-from ._indices import host_indices
-from ._rules import check_flag, check_opset
+from ._indices import INT64_BOUNDS, host_indices
+from ._rules import check_flag, check_opset, first_outside
 
 __all__ = ["Gather", "RowwiseGatherParallel"]  # noqa: F822 (the latter from __getattr__)
 
@@ -98,7 +98,12 @@ class Gather(torch.nn.Module):
         self._host: torch.Tensor | None = None
         if indices is not None and not isinstance(indices, torch.Tensor):
             # gather's own parsing: ints only, [] is an empty int64 list, not float
-            self._host = torch.from_numpy(np.array(host_indices(indices, "Gather")))
+            host = host_indices(indices, "Gather")
+            if host.dtype == object:  # ints beyond int64: out of range on any axis
+                found = first_outside(host, *INT64_BOUNDS)
+                assert found is not None
+                raise _errors.out_of_bounds_symbolic("Gather", *found, self.axis, self.opset)
+            self._host = torch.from_numpy(np.array(host))
             # on PyTorch's default device, as the parameters and buffers of torch's modules
             # (a torch.device context, torch.set_default_device); a copy: the buffer may be
             # written in place

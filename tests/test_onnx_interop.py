@@ -146,6 +146,43 @@ def test_initializers_feed_the_node(backend, xp):
     assert_same(got, want, like=idx if backend is not Backend.NUMPY else None)
 
 
+def test_a_table_in_the_model_runs_at_any_backends_indices(backend, xp):
+    """A table held by the model moves to its indices' framework as that framework holds
+    NumPy data: bfloat16 as a tensor of its bits on PyTorch; on JAX as NumPy data, so that
+    what JAX cannot hold is refused as gather refuses it (64-bit integers beyond 32 bits
+    without x64, strings), never wrapped; a dtype the library has no arrays of is named."""
+    ml_dtypes = need("ml_dtypes")
+    bfloat16 = np.arange(6.0).reshape(3, 2).astype(ml_dtypes.bfloat16)
+    wide = np.array([[2**40, 7], [5, -(2**40)], [1, 2]])
+    strings = np.array([["a", "b"], ["c", "d"], ["e", "f"]])
+    jax_x64 = backend is Backend.JAX and bool(need("jax").config.jax_enable_x64)
+    refused = {
+        Backend.NUMPY: {},
+        Backend.TORCH: {"str": "gatherx.onnx: .* dtype string cannot be moved to torch"},
+        Backend.JAX: {"str": "JAX arrays hold no strings"}
+        | ({} if jax_x64 else {"int": "holds 1099511627776 at position \\(0, 0\\), beyond int32"}),
+        Backend.ARRAY_API_STRICT: {
+            "bfl": "gatherx.onnx: .* dtype bfloat16 cannot be moved to array_api_strict",
+            "str": "gatherx.onnx: .* dtype string cannot be moved to array_api_strict",
+        },
+    }[backend]
+    host = np.array([2, -1, 0])
+    for table in (bfloat16, wide, strings):
+        model = _gather_model(13, 0, initializers=[numpy_helper.from_array(table, "data")])
+        ids = from_numpy(backend, host)
+        kind = table.dtype.name[:3]
+        if kind in refused:
+            with pytest.raises(TypeError, match=refused[kind]):
+                gxo.run(model, [ids])
+            continue
+        (got,) = gxo.run(model, [ids])
+        want = np.take(table, host % 3, axis=0)
+        if kind == "str":  # (NumPy: object arrays of str, as onnx reads string tensors)
+            assert np.asarray(got).tolist() == want.tolist()
+        else:
+            assert_same(got, want, like=ids if backend is not Backend.NUMPY else None)
+
+
 @pytest.mark.parametrize(
     ("change", "error", "pattern"),
     [
@@ -311,6 +348,20 @@ def test_export_of_bfloat16_below_opset_13_is_refused():
         gxo.export(Table().eval(), ids, opset=11)
     model = gxo.export(Table().eval(), ids, opset=13)
     assert [n.op_type for n in model.graph.node] == ["Gather"]
+
+    class Cast(torch.nn.Module):  # bfloat16 made inside the graph, typed nowhere
+        def forward(self, data, indices):
+            return gatherx.gather(data.to(torch.bfloat16), indices).float()
+
+    args = (torch.randn(4, 3), torch.tensor([1, -1]))
+    for opset in (11, 12):
+        with pytest.raises(TypeError, match=f"bfloat16 values at opset {opset}: export at"):
+            gxo.export(Cast().eval(), args, opset=opset)
+    model = gxo.export(Cast().eval(), args, opset=13)
+    onnx.checker.check_model(model, full_check=True)
+    (got,) = _ort(model, {i.name: a.numpy() for i, a in zip(model.graph.input, args, strict=True)})
+    want = args[0].to(torch.bfloat16)[[1, -1]].float().numpy()
+    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.filterwarnings(DYNAMO_WARNING)

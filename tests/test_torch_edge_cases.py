@@ -390,6 +390,25 @@ def test_fixed_indices_follow_the_default_device():
         assert Gather(indices=torch.tensor([1], device="cpu")).indices.device.type == "cpu"
 
 
+@pytest.mark.parametrize(
+    ("indices", "opset", "text"),
+    [
+        ([2**63], 13, r"idx=9223372036854775808 at position \(0,\)"),
+        ([[1], [-(2**63) - 1]], 13, r"idx=-9223372036854775809 at position \(1, 0\)"),
+        (2**64, 1, r"idx=18446744073709551616 at position \(\)"),
+    ],
+)
+def test_fixed_python_ints_beyond_int64_are_out_of_bounds(indices, opset, text):
+    """No axis holds them: refused when the layer is made, as gather refuses them (before a
+    data size is known: the range in terms of s), never as an object array torch cannot read."""
+    with pytest.raises(
+        IndexError, match=rf"^Gather: indices element out of data bounds, {text}"
+    ) as info:
+        Gather(axis=1, opset=opset, indices=indices)
+    assert "need opset" not in str(info.value)  # none of these is a negative index in range
+    assert str(info.value).endswith("for axis 1, where s = data.shape[1]")
+
+
 def test_reset_parameters_restores_the_indices_given():
     layer = Gather(indices=np.array([[1, 0]]))
     layer.load_state_dict({"indices": torch.tensor([[0, 0]])})
