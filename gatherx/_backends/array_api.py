@@ -45,8 +45,7 @@ class ArrayApiBackend(Backend):
     def index(self, indices: Any, like: Any, fn: str) -> Any:
         if is_host(indices):
             return host_indices(indices, fn)
-        _rules.check_index_dtype(self.dtype_name(indices), self.name, fn)
-        self.check_index(indices, like, fn)
+        indices = super().index(indices, like, fn)
         if self.can.native_indices and self.can.evaluation != caps.GRAPH:
             return indices
         # Sparse indices are kept dense on the host, and a graph's known values are read

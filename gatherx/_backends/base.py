@@ -216,8 +216,13 @@ class Backend:
         opset = _rules.check_opset(opset)
         data = self.check_array(data, "gather", "data")
         axis = _rules.normalize_axis(axis, data.ndim)
-        _rules.check_data_dtype(self.dtype_name(data), opset, self.name)
+        _rules.check_data_dtype(self.dtype_name(data), opset, self.framework_of(data))
         return self.adopt(data, "gather", "data"), axis, opset
+
+    def framework_of(self, x: Any) -> str:
+        """The library that made data or grad ``x``, as messages name it: NumPy for the
+        NumPy arrays a backend takes beside its own indices (JAX's), else the backend's."""
+        return "numpy" if isinstance(x, np.ndarray) else self.name
 
     def prepared(self, data: Any, indices: Any, axis: Any, opset: Any) -> tuple[Any, Any, int]:
         """(data, index, axis) of a gather, every input checked and the index bounded: all of
@@ -284,7 +289,7 @@ class Backend:
         if sparse:
             self.check_sparse(grad, fn, "sparse")
         axis = _rules.normalize_axis(axis, len(shape), fn)
-        _rules.check_grad_dtype(self.dtype_name(grad), self.name, grad.dtype)
+        _rules.check_grad_dtype(self.dtype_name(grad), self.framework_of(grad), grad.dtype)
         grad = self.adopt(grad, fn, "grad")
         index = self.index(indices, grad, fn)
         _rules.check_grad_shape(tuple(grad.shape), shape, tuple(index.shape), axis)

@@ -471,7 +471,8 @@ def _held(host: np.ndarray, fn: str, role: str) -> np.ndarray:
     them."""
     if host.dtype.kind in "USOT":
         why, advice = "JAX arrays hold no strings", "pass NumPy indices to gather it with NumPy"
-        raise _errors.library_lacks_dtype(fn, role, "jax", "string", why, advice)
+        name = _rules.shown_dtype("string", host.dtype)
+        raise _errors.library_lacks_dtype(fn, role, "jax", name, why, advice)
     host = native_order(host)
     held = _held_dtype(host.dtype)
     if held != host.dtype and host.dtype.kind in "iu" and host.size:
