@@ -24,8 +24,6 @@ __all__ = ["export", "opset_of", "run"]
 #: TorchScript exporter is the one that writes models of the requested version.
 DYNAMO_MIN_OPSET = 18
 _DEFAULT_DOMAINS = ("", "ai.onnx")
-
-
 #: The node attributes that name the dtype of what the node makes (Cast's, the random ops').
 _DTYPE_ATTRIBUTES = frozenset({"to", "dtype"})
 

@@ -87,9 +87,9 @@ def shareable(host: np.ndarray) -> bool:
 def host_tensor(indices: Any, data: Any) -> torch.Tensor | None:
     """Host indices of plain CPU ``data`` in plain eager code as the CPU tensor the eager
     path reads (the flow reads both alike, by the same rules): a Python int within int64, a
-    flat list or tuple of at most ``SMALL_HOST_INDEX`` of them, or a
-    NumPy int32/int64 array that it can share (:func:`shareable`; shared, but for ``data``
-    that requires grad); None for anything else, which the flow reads."""
+    flat list or tuple of at most ``SMALL_HOST_INDEX`` of them, or a NumPy int32/int64 array
+    that torch can share (:func:`shareable`; shared, but for ``data`` that requires grad);
+    None for anything else, which the flow reads."""
     kind = type(indices)
     if kind is np.ndarray:
         if indices.dtype not in _SHARED_INDEX_DTYPES or not shareable(indices):
