@@ -58,8 +58,6 @@ def _with_indices(backend: Backend, array: Any, indices: Any, fn: str) -> Backen
         return backend
     if backend is _NAMED.get("numpy") and other.takes_numpy_data:
         return other
-    if type(other) is type(backend):  # two instances of the generic backend: two namespaces
-        raise _errors.different_namespaces(fn, indices, array)
     raise _errors.mixed_frameworks(fn, indices, other.name, array, backend.name)
 
 

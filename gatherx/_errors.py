@@ -216,15 +216,6 @@ def mixed_frameworks(
     return TypeError(msg)
 
 
-def different_namespaces(fn: str, indices: object, data: object) -> TypeError:
-    role = _array_role(fn)
-    msg = (
-        f"{fn}: indices ({describe(indices)}) and {role} ({describe(data)}) come from "
-        f"different array namespaces; convert the indices to the {role}'s namespace first"
-    )
-    return TypeError(msg)
-
-
 def device_mismatch(fn: str, index_device: object, data_device: object) -> ValueError:
     role = _array_role(fn)
     msg = (

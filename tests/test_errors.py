@@ -148,9 +148,7 @@ def test_mixed_frameworks(backend, xp):
             out = gatherx.gather(DATA, idx)
             assert_same(out, np.take(DATA, [0, 1], axis=0), like=idx)
             continue
-        with pytest.raises(
-            TypeError, match=r"indices are an? .* but data is an? |different array namespaces"
-        ):
+        with pytest.raises(TypeError, match=r"indices are an? .* but data is an? "):
             gatherx.gather(data_for(backend), idx)
     if backend not in (Backend.NUMPY, Backend.JAX):
         # framework indices with NumPy data
