@@ -26,17 +26,13 @@ def is_host(indices: object) -> bool:
     )
 
 
-#: The least and greatest int64.
-INT64_BOUNDS = (-(2**63), 2**63 - 1)
-
-
 def plain_ints_shape(indices: Any, within_int64: bool = True) -> tuple[int, ...] | None:
     """The shape of ``indices`` if they are a Python int or a rectangular nest of lists and
     tuples of them, each within int64 unless ``within_int64`` is False (no bool, no NumPy
     value), else None: what a tracer can hold as a constant tensor without NumPy, which it
     cannot trace (values beyond int64 after :func:`int64_clamped`)."""
     if type(indices) is int:
-        if within_int64 and not INT64_BOUNDS[0] <= indices <= INT64_BOUNDS[1]:
+        if within_int64 and not _rules.INT64_BOUNDS[0] <= indices <= _rules.INT64_BOUNDS[1]:
             return None
         return ()
     if type(indices) not in (list, tuple):
@@ -49,7 +45,7 @@ def _rectangular_ints(
 ) -> tuple[int, ...] | None:
     """The shape of a nest of lists and tuples of plain ints (within int64), or None."""
     if all(type(v) is int for v in nest):
-        low, high = INT64_BOUNDS
+        low, high = _rules.INT64_BOUNDS
         if within_int64 and not all(low <= v <= high for v in nest):
             return None
         return (len(nest),)
@@ -67,7 +63,7 @@ def int64_clamped(values: Any) -> Any:
     to the int64 extreme on its side: outside every axis's range as the value itself is
     (an axis holds at most 2**63 - 1 slots), so that a bounds check refuses it alike."""
     if type(values) is int:
-        return min(max(values, INT64_BOUNDS[0]), INT64_BOUNDS[1])
+        return min(max(values, _rules.INT64_BOUNDS[0]), _rules.INT64_BOUNDS[1])
     return [int64_clamped(v) for v in values]
 
 

@@ -171,7 +171,9 @@ def check_shape(shape: object) -> tuple[int, ...]:
     return dims
 
 
-_INT64_MAX = 2**63 - 1
+#: The least and greatest int64.
+INT64_BOUNDS = (-(2**63), 2**63 - 1)
+_INT64_MAX = INT64_BOUNDS[1]
 
 #: The most dimensions a NumPy array has (NPY_MAXDIMS: 64 from NumPy 2, 32 before); a take
 #: past it can crash NumPy.

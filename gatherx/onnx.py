@@ -17,6 +17,7 @@ from onnx import numpy_helper
 
 from . import _rules
 from ._api import gather
+from ._dispatch import backend_of
 
 __all__ = ["export", "opset_of", "run"]
 
@@ -131,7 +132,7 @@ def _like(x: Any, other: Any) -> Any:
     try:
         return xp.asarray(x, device=device(other))
     except (TypeError, ValueError) as why:  # a dtype the library has no arrays of
-        framework = type(other).__module__.split(".")[0]
+        framework = backend_of(other, 0, "gatherx.onnx", "indices").name
         msg = (
             f"gatherx.onnx: the model's data initializer of dtype {name} cannot be moved to "
             f"{framework}, the framework of the indices given, which has no such arrays; "

@@ -10,8 +10,8 @@ import torch
 
 from . import _errors
 from ._api import gather
-from ._indices import INT64_BOUNDS, host_indices
-from ._rules import check_flag, check_opset, first_outside
+from ._indices import host_indices
+from ._rules import INT64_BOUNDS, check_flag, check_opset, first_outside
 
 __all__ = ["Gather", "RowwiseGatherParallel"]  # noqa: F822 (the latter from __getattr__)
 

@@ -248,9 +248,7 @@ def _check_sign(index: np.ndarray, axis: int, opset: int, fn: str) -> None:
     negatives_bad = opset < _rules.NEGATIVE_INDICES_SINCE
     if index.size == 0 or (index.dtype != object and not (negatives_bad and index.min() < 0)):
         return
-    low = 0 if negatives_bad else -(2**63)
-    flat = index.reshape(-1).tolist()
-    k = next((k for k, v in enumerate(flat) if not low <= v < 2**63), None)
-    if k is not None:
-        position = tuple(int(p) for p in np.unravel_index(k, index.shape))
-        raise _errors.out_of_bounds_symbolic(fn, int(flat[k]), position, axis, opset)
+    low, high = _rules.INT64_BOUNDS
+    found = _rules.first_outside(index, 0 if negatives_bad else low, high)
+    if found is not None:
+        raise _errors.out_of_bounds_symbolic(fn, *found, axis, opset)
