@@ -519,6 +519,9 @@ def test_ndonnx_graph_host_indices_bad_for_any_size():
         gatherx.gather(data, [0, -1], opset=10)
     with pytest.raises(IndexError, match=r"idx=18446744073709551616 at position \(1,\)"):
         gatherx.gather(data, [0, 2**64])
+    with pytest.raises(IndexError, match=r"idx=-\d+ at position \(0, 1\) .* \[-s,s-1\]") as info:
+        gatherx.gather(data, [[0, -(2**64)]])
+    assert "need opset" not in str(info.value)  # negatives are valid at opset 13
 
 
 def test_ndonnx_graph_strings():
